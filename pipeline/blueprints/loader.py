@@ -1,0 +1,222 @@
+"""Load and check blueprint and filler files: ``paths -> Corpus`` with located problems.
+
+A YAML file holds either one blueprint (a mapping), a list of blueprints, or a filler pool
+(a mapping with ``topic`` and ``exchanges``). Every problem is reported as
+``path:line: field: message``; nothing here raises on bad input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pipeline.blueprints.rules import check
+from pipeline.blueprints.schema import Blueprint
+from pipeline.blueprints.slots import values_of
+from pipeline.blueprints.yamlio import FieldPath, LocatedDocument, YamlProblem, dotted, load_located
+from pipeline.text import mentions
+
+MIN_CLEAN_EXCHANGES = 8
+
+
+class Exchange(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    user: str = Field(min_length=1)
+    assistant: str = Field(min_length=1)
+
+
+class FillerPool(BaseModel):
+    """Topic-aligned user/assistant exchanges used as filler turns in base dialogues."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    topic: str = Field(pattern=r"^[a-z0-9_]+$")
+    description: str = ""
+    exchanges: list[Exchange] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class LocatedProblem:
+    path: str
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.field}: {self.message}"
+
+
+@dataclass
+class SourcedBlueprint:
+    """A blueprint with its file, its first line, and the line of each dotted field."""
+
+    blueprint: Blueprint
+    path: str
+    line: int
+    lines: dict[str, int] = field(default_factory=dict)
+
+    def line_of(self, field_name: str) -> int:
+        parts = field_name.split(".")
+        for end in range(len(parts), 0, -1):
+            if ".".join(parts[:end]) in self.lines:
+                return self.lines[".".join(parts[:end])]
+        return self.line
+
+
+@dataclass
+class Corpus:
+    blueprints: list[SourcedBlueprint] = field(default_factory=list)
+    fillers: dict[str, FillerPool] = field(default_factory=dict)
+    problems: list[LocatedProblem] = field(default_factory=list)
+
+
+def yaml_files(paths: list[Path]) -> tuple[list[Path], list[LocatedProblem]]:
+    """Expand files and directories into a sorted list of YAML files."""
+    files: list[Path] = []
+    problems: list[LocatedProblem] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in {".yaml", ".yml"} and p.is_file())
+            if not found:
+                problems.append(LocatedProblem(str(path), 1, "<dir>", "no .yaml files found"))
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            problems.append(LocatedProblem(str(path), 1, "<file>", "no such file or directory"))
+    return files, problems
+
+
+def load_corpus(paths: list[Path], lint: bool = True) -> Corpus:
+    """Parse, validate and (optionally) lint every blueprint and filler file under ``paths``."""
+    files, problems = yaml_files(paths)
+    corpus = Corpus(problems=problems)
+    for path in files:
+        _load_file(path, corpus)
+    _check_duplicates(corpus)
+    if lint:
+        for sourced in corpus.blueprints:
+            for problem in check(sourced.blueprint):
+                line = sourced.line_of(problem.field)
+                corpus.problems.append(LocatedProblem(sourced.path, line, problem.field, f"{problem.message} [{problem.rule}]"))
+        if corpus.fillers:
+            _check_fillers(corpus)
+    corpus.problems.sort(key=lambda p: (p.path, p.line, p.field, p.message))
+    return corpus
+
+
+def _load_file(path: Path, corpus: Corpus) -> None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        corpus.problems.append(LocatedProblem(str(path), 1, "<file>", f"cannot read: {exc}"))
+        return
+    try:
+        doc = load_located(text)
+    except YamlProblem as exc:
+        corpus.problems.append(LocatedProblem(str(path), exc.line, exc.field_name, exc.message))
+        return
+    if isinstance(doc.data, dict) and "exchanges" in doc.data:
+        _load_filler(path, doc, corpus)
+        return
+    entries = doc.data if isinstance(doc.data, list) else [doc.data]
+    if not entries:
+        corpus.problems.append(LocatedProblem(str(path), 1, "<file>", "file holds no blueprints"))
+    for index, entry in enumerate(entries):
+        prefix: FieldPath = (index,) if isinstance(doc.data, list) else ()
+        lines = {dotted(fp[len(prefix):]): line for fp, line in doc.lines.items() if fp[: len(prefix)] == prefix}
+        if not isinstance(entry, dict):
+            corpus.problems.append(LocatedProblem(str(path), doc.line_of(prefix), "<blueprint>", "expected a mapping of fields"))
+            continue
+        try:
+            blueprint = Blueprint.model_validate(entry)
+        except ValidationError as exc:
+            corpus.problems.extend(_validation_problems(str(path), doc, prefix, exc))
+            continue
+        corpus.blueprints.append(SourcedBlueprint(blueprint, str(path), doc.line_of(prefix), lines))
+
+
+def _validation_problems(path: str, doc: LocatedDocument, prefix: FieldPath, exc: ValidationError) -> list[LocatedProblem]:
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc = tuple(part for part in error["loc"] if not (isinstance(part, str) and part.startswith("function-")))
+        loc = tuple(p for p in loc if p not in {"str", "dict[str,str]"})
+        message = error["msg"]
+        if error["type"] == "literal_error":
+            message = f"unknown value {error.get('input')!r}; {message.lower()}"
+        elif error["type"] == "missing":
+            message = "required field is missing"
+        elif error["type"] == "extra_forbidden":
+            message = "unknown field"
+        problems.append(LocatedProblem(path, doc.line_of(prefix + loc), dotted(loc), message))
+    return problems
+
+
+def _load_filler(path: Path, doc: LocatedDocument, corpus: Corpus) -> None:
+    try:
+        pool = FillerPool.model_validate(doc.data)
+    except ValidationError as exc:
+        corpus.problems.extend(_validation_problems(str(path), doc, (), exc))
+        return
+    if pool.topic in corpus.fillers:
+        corpus.problems.append(LocatedProblem(str(path), doc.line_of(("topic",)), "topic", f"duplicate filler topic {pool.topic!r}"))
+        return
+    corpus.fillers[pool.topic] = pool
+
+
+def _check_duplicates(corpus: Corpus) -> None:
+    first: dict[str, SourcedBlueprint] = {}
+    for sourced in corpus.blueprints:
+        bp_id = sourced.blueprint.id
+        if bp_id in first:
+            other = first[bp_id]
+            corpus.problems.append(LocatedProblem(sourced.path, sourced.line, "id", f"duplicate id {bp_id!r} (first in {other.path}:{other.line})"))
+        else:
+            first[bp_id] = sourced
+
+
+def slot_phrases(blueprint: Blueprint) -> set[str]:
+    """Gold slots and every slot alternative value: phrases filler must never mention."""
+    phrases = {slot for slot in blueprint.gold_slots if "{" not in slot}
+    for name, alternatives in blueprint.slots.items():
+        for alternative in alternatives:
+            phrases |= set(values_of(alternative, name).values())
+    return {p for p in phrases if len(p) >= 3}
+
+
+def clean_exchanges(pool: FillerPool, blueprint: Blueprint) -> list[Exchange]:
+    """The pool's exchanges that mention none of the blueprint's slot phrases."""
+    phrases = slot_phrases(blueprint)
+    return [ex for ex in pool.exchanges if not any(mentions(ex.user, p) or mentions(ex.assistant, p) for p in phrases)]
+
+
+def _check_fillers(corpus: Corpus) -> None:
+    for sourced in corpus.blueprints:
+        blueprint = sourced.blueprint
+        pool = corpus.fillers.get(blueprint.topic)
+        if pool is None:
+            corpus.problems.append(LocatedProblem(sourced.path, sourced.line, "topic", f"no filler pool for topic {blueprint.topic!r}"))
+            continue
+        clean = len(clean_exchanges(pool, blueprint))
+        if clean < MIN_CLEAN_EXCHANGES:
+            corpus.problems.append(LocatedProblem(
+                sourced.path, sourced.line, "topic",
+                f"topic {blueprint.topic!r} has {clean} exchanges free of this blueprint's slots; need {MIN_CLEAN_EXCHANGES}"))
+
+
+def corpus_summary(corpus: Corpus) -> dict[str, Any]:
+    """Counts per dimension, subtype, domain and CWE group (for ``validate --stats``)."""
+    from collections import Counter
+
+    bps = [s.blueprint for s in corpus.blueprints]
+    return {
+        "blueprints": len(bps),
+        "dimension": dict(sorted(Counter(b.dimension for b in bps).items())),
+        "subtype": dict(sorted(Counter(f"{b.dimension}/{b.subtype}" for b in bps).items())),
+        "domain": dict(sorted(Counter(b.domain for b in bps).items())),
+        "cwe": dict(sorted(Counter(f"{b.subtype}:{b.cwe}" for b in bps if b.cwe).items())),
+        "filler_topics": len(corpus.fillers),
+        "filler_exchanges": sum(len(p.exchanges) for p in corpus.fillers.values()),
+    }

@@ -1,0 +1,118 @@
+"""Write a release directory atomically: stage everything, hash it, then rename.
+
+``ReleaseWriter`` writes into ``<out>/.staging-<version>-<pid>``; ``finish`` writes
+``manifest.json`` (sha256 of every other file) and renames the staging directory to
+``<out>/<version>``. An existing release is never overwritten; a failed build leaves no
+partial release behind (``abort`` removes the staging directory).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.hashing import sha256_file
+from pipeline.schemas import conform
+
+SHARD_BYTES = 96 * 1024 * 1024
+SHARD_ROWS = 20000
+
+
+class ReleaseExists(Exception):
+    """The target release directory already exists (releases are immutable)."""
+
+
+class ReleaseWriter:
+    """Builds one release directory; see the module docstring."""
+
+    def __init__(self, out_root: Path, version: str) -> None:
+        self.final = out_root / version
+        if self.final.exists():
+            raise ReleaseExists(f"{self.final} already exists; releases are never overwritten (bump the version or use --out)")
+        out_root.mkdir(parents=True, exist_ok=True)
+        self.staging = out_root / f".staging-{version}-{os.getpid()}"
+        if self.staging.exists():
+            shutil.rmtree(self.staging)
+        self.staging.mkdir()
+        self.configs: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def write_config(
+        self,
+        config: str,
+        split: str,
+        schema: pa.Schema,
+        rows: Iterable[dict],
+        observe: Callable[[dict], None] | None = None,
+    ) -> int:
+        """Write ``rows`` as ``data/<config>/<split>-NNNNN-of-NNNNN.parquet``; return the row count."""
+        folder = self.staging / "data" / config
+        folder.mkdir(parents=True, exist_ok=True)
+        temp_paths: list[Path] = []
+        batch: list[dict] = []
+        batch_bytes = 0
+        count = 0
+
+        def flush() -> None:
+            nonlocal batch, batch_bytes
+            if not batch and temp_paths:
+                return
+            path = folder / f".{split}-{len(temp_paths):05d}.tmp"
+            table = pa.Table.from_pylist(batch, schema=schema)
+            pq.write_table(table, path, compression="zstd", compression_level=6, write_statistics=False)
+            temp_paths.append(path)
+            batch, batch_bytes = [], 0
+
+        for row in rows:
+            if observe:
+                observe(row)
+            batch.append(conform(row, schema))
+            batch_bytes += _approx_bytes(row)
+            count += 1
+            if batch_bytes >= SHARD_BYTES or len(batch) >= SHARD_ROWS:
+                flush()
+        if batch or not temp_paths:
+            flush()
+        files = []
+        for index, temp in enumerate(temp_paths):
+            name = f"{split}-{index:05d}-of-{len(temp_paths):05d}.parquet"
+            temp.rename(folder / name)
+            files.append(f"data/{config}/{name}")
+        self.configs.setdefault(config, {})[split] = {"rows": count, "files": files}
+        return count
+
+    def write_text(self, relative: str, text: str) -> Path:
+        path = self.staging / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def write_jsonl(self, relative: str, records: Iterable[dict]) -> Path:
+        lines = "".join(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n" for record in records)
+        return self.write_text(relative, lines)
+
+    def finish(self, manifest: dict[str, Any]) -> Path:
+        """Hash every file, write manifest.json, and move the release into place."""
+        files = {}
+        for path in sorted(p for p in self.staging.rglob("*") if p.is_file()):
+            files[path.relative_to(self.staging).as_posix()] = sha256_file(path)
+        manifest = {**manifest, "configs": self.configs, "files": files}
+        self.write_text("manifest.json", json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        if self.final.exists():
+            raise ReleaseExists(f"{self.final} appeared while building; not overwriting it")
+        os.rename(self.staging, self.final)
+        return self.final
+
+    def abort(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _approx_bytes(row: dict) -> int:
+    messages = row.get("messages") or []
+    return sum(len(m["content"]) for m in messages) + 512

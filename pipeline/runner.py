@@ -1,0 +1,161 @@
+"""Run stages in order with content-addressed caching and per-item resume.
+
+For each stage the runner computes its fingerprint (code version, parameters, seed,
+environment, input fingerprints). A stored artifact with that fingerprint is loaded
+instead of recomputed. A :class:`~pipeline.stage.MapStage` that does run looks up each
+item in the item cache first and stores every new result as soon as it is computed, so
+an interrupted build resumes without redoing finished items.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.cache import ArtifactStore, ItemCache, item_result_to_json
+from pipeline.hashing import combine, sha256_json
+from pipeline.stage import Drop, Dropped, MapStage, Stage, StageContext, StageOutput
+
+log = logging.getLogger("triggerbench")
+
+
+@dataclass
+class StageRecord:
+    """What the manifest says about one stage run."""
+
+    name: str
+    fingerprint: str
+    items_in: int
+    items_out: int
+    dropped: dict[str, int]
+    cached: bool
+    seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def manifest_entry(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "name": self.name,
+            "fingerprint": self.fingerprint,
+            "items_in": self.items_in,
+            "items_out": self.items_out,
+            "dropped": dict(sorted(self.dropped.items())),
+        }
+        entry.update(self.extra)
+        return entry
+
+
+@dataclass
+class RunResult:
+    outputs: dict[str, StageOutput]
+    fingerprints: dict[str, str]
+    records: list[StageRecord]
+
+
+class UnknownStage(ValueError):
+    """``--only`` named a stage that is not part of this build."""
+
+
+def select(stages: list[Stage], only: list[str] | None) -> list[Stage]:
+    """The named stages plus everything they depend on, in build order."""
+    if not only:
+        return stages
+    by_name = {stage.name: stage for stage in stages}
+    unknown = [name for name in only if name not in by_name]
+    if unknown:
+        raise UnknownStage(f"unknown stage(s) {', '.join(unknown)}; stages are: {', '.join(by_name)}")
+    needed: set[str] = set()
+    pending = list(only)
+    while pending:
+        name = pending.pop()
+        if name not in needed:
+            needed.add(name)
+            pending.extend(by_name[name].inputs)
+    return [stage for stage in stages if stage.name in needed]
+
+
+def run_stages(stages: list[Stage], make_context: Any, store: ArtifactStore, items: ItemCache) -> RunResult:
+    """Run ``stages`` in order; ``make_context(stage)`` gives each its StageContext."""
+    result = RunResult(outputs={}, fingerprints={}, records=[])
+    for stage in stages:
+        ctx: StageContext = make_context(stage)
+        missing = [name for name in stage.inputs if name not in result.outputs]
+        if missing:
+            raise RuntimeError(f"stage {stage.name} needs {missing}, which run later or not at all")
+        fingerprint = stage.fingerprint([result.fingerprints[name] for name in stage.inputs], ctx)
+        started = time.monotonic()
+        cached = store.has(stage.name, fingerprint)
+        if cached:
+            output = store.load(stage.name, fingerprint)
+            log.info("stage %-16s cached      (fingerprint %s)", stage.name, fingerprint[:12])
+        else:
+            log.info("stage %-16s running     (fingerprint %s)", stage.name, fingerprint[:12])
+            inputs = {name: result.outputs[name].items for name in stage.inputs}
+            if isinstance(stage, MapStage):
+                output = _run_map(stage, inputs, ctx, items)
+            else:
+                output = stage.run(inputs, ctx)
+            _check_ids(stage.name, output)
+            store.save(stage.name, fingerprint, output)
+        seconds = time.monotonic() - started
+        items_in = len(result.outputs[stage.inputs[0]].items) if stage.inputs else output.stats.get("items_in", len(output.items))
+        record = StageRecord(
+            name=stage.name,
+            fingerprint=fingerprint,
+            items_in=items_in,
+            items_out=len(output.items),
+            dropped=dict(Counter(d.reason for d in output.dropped)),
+            cached=cached,
+            seconds=seconds,
+            extra={k: v for k, v in output.stats.items() if k in {"llm"}},
+        )
+        if not cached:
+            log.info("stage %-16s done in %.1fs: %d in, %d out, %d dropped", stage.name, seconds, record.items_in,
+                     record.items_out, len(output.dropped))
+        result.outputs[stage.name] = output
+        result.fingerprints[stage.name] = fingerprint
+        result.records.append(record)
+    return result
+
+
+def _run_map(stage: MapStage, inputs: dict[str, list[dict]], ctx: StageContext, cache: ItemCache) -> StageOutput:
+    main_name, *side_names = stage.inputs
+    main = inputs[main_name]
+    base = combine(stage.name, stage.code_version(), sha256_json(stage.params.model_dump(mode="json")), str(ctx.seed),
+                   sha256_json({k: ctx.environment.get(k) for k in stage.environment_keys()}),
+                   *(sha256_json(inputs[name]) for name in side_names))
+    keys = [combine(base, sha256_json(item)) for item in main]
+    found = cache.get_many(keys)
+    log.info("stage %-16s %d of %d items cached, %d to compute", stage.name, len(found), len(main), len(main) - len(found))
+    prepared = False
+    output = StageOutput(items=[])
+    for item, key in ctx.progress(list(zip(main, keys)), total=len(main), desc=stage.name):
+        stored = found.get(key)
+        if stored is None:
+            if not prepared:
+                stage.setup({name: inputs[name] for name in side_names}, ctx)
+                prepared = True
+            stored = item_result_to_json(stage.process(item, ctx))
+            cache.put(key, stored)
+        if "drop" in stored:
+            output.dropped.append(Dropped(item["id"], stored["drop"], stored.get("detail", "")))
+        elif not stored["items"]:
+            output.dropped.append(Dropped(item["id"], "no-output", "the stage produced nothing for this item"))
+        else:
+            output.items.extend(stored["items"])
+    cache.flush()
+    return output
+
+
+def _check_ids(stage: str, output: StageOutput) -> None:
+    seen: set[str] = set()
+    for item in output.items:
+        item_id = item.get("id")
+        if not isinstance(item_id, str) or item_id in seen:
+            raise RuntimeError(f"stage {stage} produced a missing or duplicate id: {item_id!r}")
+        seen.add(item_id)
+
+
+__all__ = ["Drop", "RunResult", "StageRecord", "run_stages", "select"]

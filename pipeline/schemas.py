@@ -1,0 +1,91 @@
+"""Fixed pyarrow schemas of the release configs (SPEC row schemas plus extra columns)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
+
+PM_SCHEMA = pa.schema([
+    ("id", pa.string()),
+    ("blueprint_id", pa.string()),
+    ("seed_id", pa.string()),
+    ("dimension", pa.string()),
+    ("subtype", pa.string()),
+    ("domain", pa.string()),
+    ("variant", pa.string()),
+    ("constraint_form", pa.string()),
+    ("context", pa.string()),
+    ("messages", pa.list_(MESSAGE)),
+    ("constraint_turns", pa.list_(pa.int32())),
+    ("trigger_turn", pa.int32()),
+    ("resolution_turn", pa.int32()),
+    ("reference_intent", pa.string()),
+    ("gold_slots", pa.list_(pa.string())),
+    ("expected", pa.string()),
+    ("n_tokens", pa.int32()),
+    ("n_turns", pa.int32()),
+    ("distractor_source", pa.string()),
+    ("filler_turns", pa.list_(pa.int32())),
+    ("injected_turns", pa.list_(pa.int32())),
+    ("cwe", pa.string()),
+    ("provenance", pa.string()),
+])
+
+RM_SCHEMA = pa.schema([
+    ("id", pa.string()),
+    ("blueprint_id", pa.string()),
+    ("seed_id", pa.string()),
+    ("dimension", pa.string()),
+    ("context", pa.string()),
+    ("messages", pa.list_(MESSAGE)),
+    ("question", pa.string()),
+    ("reference_answer", pa.string()),
+    ("answer_aliases", pa.list_(pa.string())),
+    ("constraint_turns", pa.list_(pa.int32())),
+    ("n_tokens", pa.int32()),
+    ("n_turns", pa.int32()),
+    ("distractor_source", pa.string()),
+    ("provenance", pa.string()),
+])
+
+BLUEPRINT_SCHEMA = pa.schema([
+    ("id", pa.string()),
+    ("seed_id", pa.string()),
+    ("dimension", pa.string()),
+    ("subtype", pa.string()),
+    ("domain", pa.string()),
+    ("topic", pa.string()),
+    ("cwe", pa.string()),
+    ("constraints", pa.list_(pa.string())),
+    ("trigger", pa.string()),
+    ("overload", pa.string()),
+    ("negative_kind", pa.string()),
+    ("negative_text", pa.string()),
+    ("explicit_method", pa.string()),
+    ("explicit_text", pa.string()),
+    ("reference_intent", pa.string()),
+    ("gold_slots", pa.list_(pa.string())),
+    ("rm_question", pa.string()),
+    ("rm_answer", pa.string()),
+    ("rm_aliases", pa.list_(pa.string())),
+    ("slot_choice", pa.string()),
+    ("blueprint", pa.string()),
+    ("provenance", pa.string()),
+])
+
+
+def schema_for(config: str) -> pa.Schema:
+    """The schema of a TriggerBench config name (``pm_*``, ``explicit_*``, ``rm_*``, ``blueprints``)."""
+    if config == "blueprints":
+        return BLUEPRINT_SCHEMA
+    if config.startswith(("pm_", "explicit_")):
+        return PM_SCHEMA
+    if config.startswith("rm_"):
+        return RM_SCHEMA
+    raise KeyError(f"no schema for config {config!r}")
+
+
+def conform(row: dict, schema: pa.Schema) -> dict:
+    """Keep only the schema's columns (missing ones become null)."""
+    return {name: row.get(name) for name in schema.names}

@@ -1,0 +1,163 @@
+"""The stage contract.
+
+A stage is a small, deterministic function from named input artifacts to one output
+artifact. It declares:
+
+- ``name``: how the runner, the cache, the manifest and ``--only`` refer to it;
+- ``inputs``: the artifacts it reads (outputs of earlier stages, by stage name);
+- ``Params``: a pydantic model of its parameters (from the build config);
+- ``version``: bump it to invalidate caches by hand (the source code is hashed too).
+
+Artifacts are lists of JSON-serializable dicts, each with a unique ``"id"``.
+Two flavours:
+
+- :class:`Stage` (``run``): sees all its inputs at once (dedupe, split, audits).
+- :class:`MapStage` (``process``): one input item in, a list of items out, or a
+  :class:`Drop` with a reason. The runner caches every item's result by content, so a
+  rebuild after editing one blueprint recomputes only that blueprint's items, and a
+  crashed build resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.hashing import combine, sha256_json, source_digest
+from pipeline.seeding import rng_for
+
+Item = dict[str, Any]
+T = TypeVar("T")
+
+
+class NoParams(BaseModel):
+    """Parameters of a stage that takes none."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Why an item was not kept: a short machine-readable reason and a human detail."""
+
+    reason: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A dropped item as written to ``exclusions/<stage>.jsonl``."""
+
+    item_id: str
+    reason: str
+    detail: str = ""
+
+    def as_json(self) -> dict[str, str]:
+        return {"id": self.item_id, "reason": self.reason, "detail": self.detail}
+
+
+@dataclass
+class StageOutput:
+    """What a stage returns: kept items, dropped items, and free-form statistics."""
+
+    items: list[Item]
+    dropped: list[Dropped] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StageContext:
+    """Everything a stage may use besides its inputs and parameters.
+
+    ``environment`` holds facts that change outputs but are not items or parameters
+    (LLM endpoint and model, distractor corpus digests, embedding model); it is part of
+    every fingerprint. ``services`` holds live objects (an LLM client) that are not.
+    """
+
+    seed: int
+    stage: str
+    environment: dict[str, Any] = field(default_factory=dict)
+    services: dict[str, Any] = field(default_factory=dict)
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("triggerbench"))
+
+    def rng(self, item_id: str, *extra: str) -> random.Random:
+        """A random generator seeded from (build seed, item id, this stage)."""
+        return rng_for(self.seed, item_id, self.stage, *extra)
+
+    def progress(self, iterable: Iterable[T], total: int | None = None, desc: str | None = None) -> Iterator[T]:
+        """Wrap ``iterable`` in a progress bar on stderr."""
+        from pipeline.progress import progress
+
+        return progress(iterable, total=total, desc=desc or self.stage)
+
+
+class Stage(ABC):
+    """A whole-collection stage: ``run(inputs, ctx) -> StageOutput``."""
+
+    name: ClassVar[str]
+    inputs: ClassVar[tuple[str, ...]] = ()
+    Params: ClassVar[type[BaseModel]] = NoParams
+    version: ClassVar[str] = "1"
+
+    def __init__(self, params: BaseModel | dict[str, Any] | None = None) -> None:
+        if params is None or isinstance(params, dict):
+            params = self.Params.model_validate(params or {})
+        self.params = params
+
+    def code_version(self) -> str:
+        """Digest of this stage's declared version and source code."""
+        return combine(self.version, source_digest(type(self)))
+
+    def environment_keys(self) -> tuple[str, ...]:
+        """Which ``ctx.environment`` entries change this stage's output (default: all)."""
+        return ()
+
+    def fingerprint(self, input_fingerprints: list[str], ctx: StageContext) -> str:
+        """Content fingerprint: inputs + parameters + code version + seed + environment."""
+        env = {k: ctx.environment.get(k) for k in self.environment_keys()}
+        return combine(
+            self.name,
+            self.code_version(),
+            sha256_json(self.params.model_dump(mode="json")),
+            str(ctx.seed),
+            sha256_json(env),
+            *input_fingerprints,
+        )
+
+    @abstractmethod
+    def run(self, inputs: dict[str, list[Item]], ctx: StageContext) -> StageOutput:
+        """Compute the output artifact from the input artifacts."""
+
+
+class MapStage(Stage):
+    """A per-item stage over its first input: ``process(item, ctx) -> list[Item] | Drop``.
+
+    Later inputs (if any) are side inputs, given to :meth:`setup` before processing.
+    Items are processed and cached independently; outputs keep input order.
+    """
+
+    def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
+        """Prepare shared state (lookup tables, corpora) before the first item."""
+
+    @abstractmethod
+    def process(self, item: Item, ctx: StageContext) -> list[Item] | Drop:
+        """Map one input item to its output items, or drop it with a reason."""
+
+    def run(self, inputs: dict[str, list[Item]], ctx: StageContext) -> StageOutput:
+        """Uncached reference implementation; the runner uses its cached equivalent."""
+        main, *side = self.inputs
+        self.setup({name: inputs[name] for name in side}, ctx)
+        out = StageOutput(items=[])
+        for item in inputs[main]:
+            result = self.process(item, ctx)
+            if isinstance(result, Drop):
+                out.dropped.append(Dropped(item["id"], result.reason, result.detail))
+            else:
+                out.items.extend(result)
+        return out
