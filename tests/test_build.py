@@ -1,0 +1,137 @@
+"""End-to-end builds of the default release: loading, determinism, caching, crash resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import pytest
+
+from pipeline.hashing import sha256_file
+from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def _data_files(release: Path) -> dict[str, str]:
+    return {p.relative_to(release).as_posix(): sha256_file(p) for p in sorted(release.rglob("*.parquet"))}
+
+
+def _manifest(release: Path) -> dict:
+    return json.loads((release / "manifest.json").read_text())
+
+
+def test_load_dataset_offline(default_build: dict) -> None:
+    release = default_build["release"]
+    assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["HF_DATASETS_OFFLINE"] == "1"
+    manifest = _manifest(release)
+    for config in ("pm_base", "explicit_base", "rm_base", "blueprints"):
+        for split in ("test", "dev"):
+            rows = datasets.load_dataset(str(release), config, split=split)
+            assert len(rows) == manifest["configs"][config][split]["rows"] > 0
+
+
+def test_manifest_hashes_every_file_and_accounts_for_items(default_build: dict) -> None:
+    release = default_build["release"]
+    manifest = _manifest(release)
+    on_disk = {p.relative_to(release).as_posix() for p in release.rglob("*") if p.is_file()} - {"manifest.json"}
+    assert set(manifest["files"]) == on_disk
+    for name, digest in manifest["files"].items():
+        assert sha256_file(release / name) == digest
+    for stage in manifest["stages"]:
+        assert set(stage) >= {"name", "fingerprint", "items_in", "items_out", "dropped"}
+        if stage["name"] in {"dedupe", "split", "dialogues", "load_blueprints"}:
+            assert stage["items_in"] == stage["items_out"] + sum(stage["dropped"].values()), stage
+    dropped_stages = {s["name"] for s in manifest["stages"] if s["dropped"]}
+    assert {p.stem for p in (release / "exclusions").glob("*.jsonl")} == dropped_stages
+
+
+def test_same_seed_same_bytes_and_nothing_recomputed(default_build: dict, tmp_path: Path) -> None:
+    first = default_build["release"]
+    started = time.monotonic()
+    cached = run_cli("build", "--out", str(tmp_path / "again"), "--cache-dir", str(default_build["cache"]))
+    cached_seconds = time.monotonic() - started
+    assert cached.returncode == 0, cached.stderr[-3000:]
+    assert "stages recomputed: none" in cached.stderr
+    fresh = run_cli("build", "--out", str(tmp_path / "fresh"), "--cache-dir", str(tmp_path / "fresh-cache"))
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    for other in (tmp_path / "again" / first.name, tmp_path / "fresh" / first.name):
+        assert _data_files(other) == _data_files(first)
+        assert _manifest(other)["files"] == _manifest(first)["files"]
+    print(f"cached rebuild took {cached_seconds:.1f}s")
+
+
+def test_existing_release_is_never_overwritten(default_build: dict) -> None:
+    release = default_build["release"]
+    before = _data_files(release)
+    result = run_cli("build", "--out", str(default_build["out"]), "--cache-dir", str(default_build["cache"]))
+    assert result.returncode == 1
+    assert "already exists" in result.stderr and "Traceback" not in result.stderr
+    assert _data_files(release) == before
+
+
+def test_only_and_limit(tmp_path: Path) -> None:
+    only = run_cli("build", "--only", "dedupe", "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "c"))
+    assert only.returncode == 0, only.stderr[-2000:]
+    assert not (tmp_path / "out").exists()
+    assert "dialogues" not in only.stdout and "dedupe" in only.stdout
+    limited = run_cli("build", "--limit", "3", "--out", str(tmp_path / "small"), "--cache-dir", str(tmp_path / "c"))
+    assert limited.returncode == 0, limited.stderr[-2000:]
+    manifest = _manifest(next((tmp_path / "small").iterdir()))
+    load = next(s for s in manifest["stages"] if s["name"] == "load_blueprints")
+    assert load["items_out"] == 3 and load["dropped"]["beyond-limit"] == load["items_in"] - 3
+    bad = run_cli("build", "--only", "nonsense", "--cache-dir", str(tmp_path / "c"))
+    assert bad.returncode == 1 and "unknown stage" in bad.stderr
+
+
+def _items_in_cache(cache: Path) -> int:
+    path = cache / "items.sqlite"
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path, timeout=30) as conn:
+        return conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+
+
+def _log_text(cache: Path) -> str:
+    logs = sorted((cache / "logs").glob("build-*.log"), key=lambda p: p.stat().st_mtime)
+    return logs[-1].read_text() if logs else ""
+
+
+def test_sigkill_mid_stage_then_resume_gives_same_bytes(default_build: dict, tmp_path: Path) -> None:
+    stage = "variants"
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    env = {**os.environ, "TRIGGERBENCH_PROGRESS": "0"}
+    process = subprocess.Popen([sys.executable, "-m", "pipeline", "build", "--out", str(out), "--cache-dir", str(cache)],
+                               cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 600
+    baseline = None
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            if baseline is None and f"stage {stage:16s} running" in _log_text(cache):
+                baseline = _items_in_cache(cache)
+            if baseline is not None and _items_in_cache(cache) >= baseline + 64:
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, "the build finished before it could be killed"
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+    killed_log = _log_text(cache)
+    assert f"stage {stage:16s} running" in killed_log and f"stage {stage:16s} done" not in killed_log
+    assert not out.exists() or not any(p for p in out.iterdir() if not p.name.startswith("."))
+
+    rerun = run_cli("build", "--out", str(out), "--cache-dir", str(cache))
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    line = next(l for l in rerun.stderr.splitlines() if l.startswith(f"stage {stage:16s}") and "items cached" in l)
+    cached, total = (int(x) for x in line.split()[2:5:2])
+    assert 0 < cached < total, line
+    release = out / default_build["release"].name
+    assert _data_files(release) == _data_files(default_build["release"])
+    assert _manifest(release)["files"] == _manifest(default_build["release"])["files"]
