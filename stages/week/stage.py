@@ -1,0 +1,49 @@
+"""The ``pmbench_week`` stage: generate, validate and audit the PM-Bench week for a release.
+
+In: no inputs; ``Params.week_seed`` (default 0, independent of the build seed). Out: one
+item ``{"id": "pmbench-week-seed<N>", "week": <week JSON>}``. The release writer stores the
+week as ``week/week.json`` and flattens it with :func:`stages.week.release.week_configs`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.stage import Item, Stage, StageContext, StageOutput
+from stages.week.generator import generate_week
+from stages.week.oracle import audit_week
+from stages.week.stats import week_stats
+from stages.week.validator import validate_week
+
+
+class WeekParams(BaseModel):
+    """Parameters of the week stage."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    week_seed: int = 0
+
+
+class PMBenchWeekStage(Stage):
+    """Generates the PM-Bench week; fails loudly if it is not valid and perfectly solvable."""
+
+    name = "pmbench_week"
+    inputs = ()
+    Params = WeekParams
+    version = "1"
+
+    def run(self, inputs: dict[str, list[Item]], ctx: StageContext) -> StageOutput:
+        """Generate (seeded by ``week_seed``), re-validate, audit, and return the single item."""
+        seed = self.params.week_seed
+        week = generate_week(seed)
+        problems = validate_week(week)
+        if problems:
+            raise ValueError(f"pmbench_week seed {seed}: {problems[0]}")
+        audit = audit_week(week)
+        if not audit.passed:
+            raise ValueError(f"pmbench_week seed {seed}: perfect-play audit failed: {audit.problems[:3]}")
+        ctx.log.info("pmbench_week: %s, %d steps, perfect-play audit %d/%d", week.id,
+                     sum(len(d.steps) for d in week.days), audit.hits, audit.scored_tasks)
+        stats = week_stats(week)
+        stats.update(week_sha256=week.digest(), perfect_play_hits=audit.hits)
+        return StageOutput(items=[{"id": f"pmbench-week-seed{seed}", "week": week.to_json()}], stats=stats)
