@@ -28,7 +28,9 @@ from pipeline.runner import RunResult, run_stages, select
 from pipeline.schemas import schema_for
 from pipeline.stage import Stage, StageContext
 from pipeline.stats import RowStats
+from stages.distractors.resolve import default_dir, resolve
 from stages.load_blueprints import corpus_digest
+from stages.stretch import materialize
 
 log = logging.getLogger("triggerbench")
 TOOLS = ("datasets", "huggingface-hub", "pyarrow", "polars", "tiktoken", "sentence-transformers", "torch", "openai", "pydantic")
@@ -84,6 +86,23 @@ def environment(config: BuildConfig, base: Path, options: BuildOptions) -> dict[
     return {"blueprints_dir": str(blueprints_dir), "blueprints_digest": corpus_digest(blueprints_dir), "llm": llm}
 
 
+def distractor_environment(config: BuildConfig, base: Path, options: BuildOptions) -> dict[str, Any]:
+    """Resolve each dimension's distractor source (local directory, else Hub id, else an error)."""
+    if options.distractors_dir is not None:
+        directory: Path | None = options.distractors_dir.resolve()
+    elif config.distractors.dir:
+        directory = (base / config.distractors.dir).resolve()
+    else:
+        directory = default_dir(REPO_ROOT)
+    routes, sources = {}, {}
+    for key, names in sorted(config.distractors.sources.items()):
+        resolved = resolve(key, names, directory)
+        routes[key] = resolved.name
+        sources[resolved.name] = {"name": resolved.name, "kind": resolved.kind, "location": resolved.location,
+                                  "files": list(resolved.files), "digest": resolved.digest}
+    return {"routes": routes, "sources": sources}
+
+
 def build(options: BuildOptions) -> BuildOutcome:
     """Run a build; see the module docstring."""
     started = time.monotonic()
@@ -93,6 +112,8 @@ def build(options: BuildOptions) -> BuildOutcome:
     try:
         env = environment(config, base, options)
         stages = select(registry.build_stages(config, options.limit), options.only)
+        if any(stage.name == "distractor_pool" for stage in stages):
+            env["distractors"] = distractor_environment(config, base, options)
         log.info("build %s seed %d: %d stages, cache %s", config.version, config.seed, len(stages), cache_dir)
 
         def make_context(stage: Stage) -> StageContext:
@@ -157,6 +178,31 @@ def _group_rows(items: Iterable[dict]) -> dict[tuple[str, str], list[dict]]:
     return grouped
 
 
+def _fallbacks(env: dict[str, Any]) -> dict[str, Any]:
+    distractors = env.get("distractors", {})
+    return {
+        "llm": env["llm"] if isinstance(env["llm"], str) else "configured",
+        "distractor_sources": {key: f"{name} ({distractors['sources'][name]['kind']})"
+                               for key, name in distractors.get("routes", {}).items()},
+    }
+
+
+def _write_long_configs(writer: ReleaseWriter, stats: RowStats, base_groups: dict, run: RunResult) -> None:
+    """Materialize ``pm_*k``, ``rm_*k`` and ``explicit_40k`` from base rows and stretch plans."""
+    plans = {(p["blueprint_id"], p["context"]): p for p in run.outputs["stretch"].items}
+    snippets = {s["id"]: s for s in run.outputs["distractor_pool"].items}
+    contexts = sorted({context for _, context in plans}, key=lambda c: int(c[:-1]))
+    families = [("pm", "pm_base", contexts), ("rm", "rm_base", contexts), ("explicit", "explicit_base", ["40k"])]
+    for family, base_config, wanted in families:
+        for context in wanted:
+            name = f"{family}_{context}"
+            for split in ("test", "dev"):
+                rows = base_groups.get((base_config, split), [])
+                long_rows = (materialize(row, plans[(row["blueprint_id"], context)], snippets)
+                             for row in rows if (row["blueprint_id"], context) in plans)
+                writer.write_config(name, split, schema_for(name), long_rows, observe=stats.observer(name))
+
+
 def write_release(config: BuildConfig, run: RunResult, out: Path, env: dict[str, Any]) -> Path:
     """Write every config, exclusions, card and manifest; atomically."""
     writer = ReleaseWriter(out, config.version)
@@ -164,8 +210,11 @@ def write_release(config: BuildConfig, run: RunResult, out: Path, env: dict[str,
     try:
         for split, rows in sorted(_blueprint_rows(run.outputs["split"].items).items()):
             writer.write_config("blueprints", split, schema_for("blueprints"), rows)
-        for (name, split), rows in sorted(_group_rows(run.outputs["variants"].items).items()):
+        base_groups = _group_rows(run.outputs["variants"].items)
+        for (name, split), rows in sorted(base_groups.items()):
             writer.write_config(name, split, schema_for(name), rows, observe=stats.observer(name))
+        if "stretch" in run.outputs:
+            _write_long_configs(writer, stats, base_groups, run)
         for name, output in run.outputs.items():
             if output.dropped:
                 writer.write_jsonl(f"exclusions/{name}.jsonl", (d.as_json() for d in output.dropped))
@@ -175,7 +224,7 @@ def write_release(config: BuildConfig, run: RunResult, out: Path, env: dict[str,
             "seed": config.seed,
             "pipeline_version": pipeline.__version__,
             "config": config.model_dump(mode="json"),
-            "fallbacks": {"llm": env["llm"] if isinstance(env["llm"], str) else "configured"},
+            "fallbacks": _fallbacks(env),
             "tools": _tool_versions(),
             "stages": [record.manifest_entry() for record in run.records],
         }

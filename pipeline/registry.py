@@ -12,6 +12,8 @@ audits -> release.
 | split | stages/split.py | kept -> kept with test/dev by seed family |
 | dialogues | stages/dialogues.py | blueprint -> base dialogue skeleton |
 | variants | stages/variants.py | dialogue -> pm_base / explicit_base / rm_base rows |
+| distractor_pool | stages/distractors/pool.py | MultiWOZ / OpenThoughts / MATH / agent trajectories -> time-free snippets |
+| stretch | stages/stretch.py | dialogue -> one injection plan per target length (materialized at release) |
 
 The audit (``stages/audit``) runs on the written release; the release writer is
 ``pipeline/release.py``, driven by ``pipeline/build.py``.
@@ -24,12 +26,16 @@ from pydantic import ValidationError
 from pipeline.config import BuildConfig, ConfigError
 from pipeline.stage import Stage
 from stages.dialogues import Dialogues
+from stages.distractors.pool import DistractorPool
 from stages.load_blueprints import LoadBlueprints, LoadFillers
 from stages.scale import Dedupe, Scale
 from stages.split import Split
+from stages.stretch import Stretch
 from stages.variants import Variants
 
-STAGE_CLASSES: tuple[type[Stage], ...] = (LoadBlueprints, LoadFillers, Scale, Dedupe, Split, Dialogues, Variants)
+STAGE_CLASSES: tuple[type[Stage], ...] = (
+    LoadBlueprints, LoadFillers, Scale, Dedupe, Split, Dialogues, Variants, DistractorPool, Stretch,
+)
 
 
 def build_stages(config: BuildConfig, limit: int | None = None) -> list[Stage]:
@@ -42,6 +48,8 @@ def build_stages(config: BuildConfig, limit: int | None = None) -> list[Stage]:
         params = config.stage_params(cls.name)
         if cls is LoadBlueprints:
             params["limit"] = limit
+        if cls is Stretch:
+            params.setdefault("lengths", config.distractors.lengths)
         try:
             stages.append(cls(params))
         except ValidationError as exc:

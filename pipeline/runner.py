@@ -109,7 +109,7 @@ def run_stages(stages: list[Stage], make_context: Any, store: ArtifactStore, ite
             dropped=dict(Counter(d.reason for d in output.dropped)),
             cached=cached,
             seconds=seconds,
-            extra={k: v for k, v in output.stats.items() if k in {"llm"}},
+            extra={k: v for k, v in output.stats.items() if k in {"llm", "filters"}},
         )
         if not cached:
             log.info("stage %-16s done in %.1fs: %d in, %d out, %d dropped", stage.name, seconds, record.items_in,

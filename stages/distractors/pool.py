@@ -1,0 +1,131 @@
+"""``distractor_pool``: the resolved corpora -> time-free snippets with their token counts.
+
+In: nothing but the environment (``distractors``: which source serves which dimension).
+Out: one item per snippet ``{"id", "source", "messages": [[role, content]...], "tokens": [...]}``
+where ``tokens[i]`` is the o200k count of ``" " + content`` for user messages (they follow a
+timestamp prefix) and of ``content`` for assistant messages, so a stretched row's length is a
+sum, never a re-tokenization. Dropped, with reasons: exchanges holding a time expression
+(``time-expression``) or too long to inject (``too-long``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline import tokenizer
+from pipeline.stage import Dropped, Stage, StageContext, StageOutput
+from stages.distractors import loaders
+from stages.distractors.units import Conversation, exchanges, has_time_expression
+
+
+class PoolParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    max_snippet_tokens: int = 3000
+    max_exchange_tokens: int = 2500
+
+
+def load_source(name: str, kind: str, location: str, files: tuple[str, ...]) -> list[Conversation]:
+    """Read one resolved source into conversations."""
+    if kind == "hub":
+        import datasets
+
+        rows = datasets.load_dataset(location, split="train")
+        if name == "multiwoz":
+            return loaders.multiwoz(list(rows), name)
+        if name == "math":
+            return loaders.math_solutions((json.dumps(r) for r in rows), name)
+        return loaders.openthoughts(rows, name)
+    root = Path(location)
+    conversations: list[Conversation] = []
+    for relative in files:
+        path = root / relative
+        if name == "swe-agent":
+            conversations.append(loaders.trajectory(json.loads(path.read_text(encoding="utf-8")), relative, name))
+        elif name == "math":
+            conversations += loaders.math_solutions(path.read_text(encoding="utf-8").splitlines(), name)
+        elif name == "openthoughts":
+            conversations += loaders.openthoughts(_rows(path), name)
+        else:
+            conversations += loaders.multiwoz(_json(path), name)
+    return conversations
+
+
+def _json(path: Path):
+    if path.suffix == ".zip":
+        with zipfile.ZipFile(path) as archive:
+            member = next(n for n in archive.namelist() if n.endswith(".json"))
+            return json.loads(archive.read(member))
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _rows(path: Path) -> list[dict]:
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    return [json.loads(line) for line in io.StringIO(path.read_text(encoding="utf-8")) if line.strip()]
+
+
+class DistractorPool(Stage):
+    name = "distractor_pool"
+    Params = PoolParams
+
+    def environment_keys(self) -> tuple[str, ...]:
+        return ("distractors",)
+
+    def run(self, inputs: dict, ctx: StageContext) -> StageOutput:
+        sources = {s["name"]: s for s in ctx.environment["distractors"]["sources"].values()}
+        out = StageOutput(items=[], stats={"filters": {}})
+        for name in sorted(sources):
+            source = sources[name]
+            conversations = load_source(name, source["kind"], source["location"], tuple(source["files"]))
+            filters = out.stats["filters"].setdefault(name, {"conversations": len(conversations), "time-expression": 0, "too-long": 0})
+            for conversation in ctx.progress(conversations, desc=f"pool {name}"):
+                self._cut(conversation, out, filters)
+            filters["snippets"] = sum(1 for item in out.items if item["source"] == name)
+        return out
+
+    def _cut(self, conversation: Conversation, out: StageOutput, filters: dict) -> None:
+        run: list[tuple] = []
+        run_tokens = 0
+        pairs = exchanges(conversation.messages)
+        texts = [(" " + user[1], assistant[1]) for user, assistant in pairs]
+        counts = tokenizer.count_many([t for pair in texts for t in pair])
+
+        def close() -> None:
+            nonlocal run, run_tokens
+            if run:
+                first = run[0][0]
+                messages = [[role, content] for _, pair, _ in run for role, content in pair]
+                tokens = [c for _, _, pair_counts in run for c in pair_counts]
+                out.items.append({"id": f"{conversation.id}#{first}", "source": conversation.source,
+                                  "messages": messages, "tokens": tokens})
+            run, run_tokens = [], 0
+
+        for index, (pair, pair_counts) in enumerate(zip(pairs, zip(counts[::2], counts[1::2]))):
+            exchange_id = f"{conversation.id}#{index}"
+            if has_time_expression(pair[0][1]) or has_time_expression(pair[1][1]):
+                out.dropped.append(Dropped(exchange_id, "time-expression", "a turn holds a time expression"))
+                filters["time-expression"] += 1
+                close()
+                continue
+            size = sum(pair_counts)
+            if size > self.params.max_exchange_tokens:
+                out.dropped.append(Dropped(exchange_id, "too-long", f"{size} tokens"))
+                filters["too-long"] += 1
+                close()
+                continue
+            if run_tokens + size > self.params.max_snippet_tokens:
+                close()
+            run.append((index, pair, pair_counts))
+            run_tokens += size
+        close()

@@ -1,0 +1,92 @@
+"""Which corpus serves each dimension: a local directory first, else a Hub id, else a clear error.
+
+The SPEC's order per dimension lives in the build config (``distractors.sources``); keys are a
+dimension or ``dimension/subtype``. A source resolves locally when its files exist under the
+distractors directory (default ``../shared/data`` beside the checkout), or on the Hub when it has
+a Hub id and the Hub answers a quick probe (with ``HF_HUB_OFFLINE=1`` it is never tried).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.hashing import combine, sha256_file
+
+LOCAL_PATTERNS: dict[str, tuple[str, ...]] = {
+    "multiwoz": ("multiwoz/data.json", "multiwoz/val.json.zip", "multiwoz/*.json.zip", "multiwoz/dialogues_*.json",
+                 "multiwoz/*.parquet"),
+    "openthoughts": ("openthoughts/*.jsonl", "openthoughts/*.parquet"),
+    "math": ("math/*.jsonl",),
+    "swe-agent": ("trajectories/**/*.traj", "trajectories/**/*.messages.json"),
+}
+HUB_IDS: dict[str, str] = {
+    "multiwoz": "pfb30/multi_woz_v22",
+    "openthoughts": "open-thoughts/OpenThoughts-114k",
+    "math": "EleutherAI/hendrycks_math",
+}
+
+
+class DistractorSourceError(Exception):
+    """No source could be resolved for a dimension; the message names both ways to supply one."""
+
+
+@dataclass(frozen=True)
+class ResolvedSource:
+    name: str
+    kind: str  # "local" or "hub"
+    location: str  # directory-relative file list or Hub id
+    files: tuple[str, ...]
+    digest: str
+
+
+def hub_reachable(timeout: float = 1.5) -> bool:
+    """A fast check (no retries): is the Hub reachable and not disabled by HF_HUB_OFFLINE?"""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}:
+        return False
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").split("://", 1)[-1].split("/", 1)[0]
+    host, _, port = endpoint.partition(":")
+    try:
+        with socket.create_connection((host, int(port or 443)), timeout=timeout):
+            return True
+    except OSError:
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["HF_DATASETS_OFFLINE"] = "1"
+        return False
+
+
+def default_dir(repo_root: Path) -> Path | None:
+    candidate = repo_root.parent / "shared" / "data"
+    return candidate if candidate.is_dir() else None
+
+
+def resolve_local(name: str, directory: Path | None) -> ResolvedSource | None:
+    if directory is None:
+        return None
+    for pattern in LOCAL_PATTERNS.get(name, ()):
+        files = sorted(p for p in directory.glob(pattern) if p.is_file())
+        if files:
+            relative = tuple(p.relative_to(directory).as_posix() for p in files)
+            digest = combine(*(f"{rel}:{sha256_file(p)}" for rel, p in zip(relative, files)))
+            return ResolvedSource(name, "local", str(directory), relative, digest)
+    return None
+
+
+def resolve(key: str, sources: list[str], directory: Path | None, hub_ok: bool | None = None) -> ResolvedSource:
+    """The first source of ``sources`` that resolves, or :class:`DistractorSourceError`."""
+    tried = []
+    for name in sources:
+        local = resolve_local(name, directory)
+        if local:
+            return local
+        hub_id = HUB_IDS.get(name)
+        if hub_id and (hub_ok if hub_ok is not None else hub_reachable()):
+            return ResolvedSource(name, "hub", hub_id, (), combine("hub", hub_id))
+        where = f"no files matching {', '.join(LOCAL_PATTERNS.get(name, ()))} under {directory}" if directory else "no local directory"
+        tried.append(f"{name} ({where}; Hub id {hub_id or 'none'} {'unreachable' if hub_id else ''})".replace("  ", " "))
+    raise DistractorSourceError(
+        f"no distractor source for {key}: tried {'; '.join(tried)}. Supply one with --distractors-dir DIR "
+        f"(a directory with the corpora, e.g. ../shared/data) or make the Hugging Face Hub reachable for a Hub id."
+    )

@@ -1,0 +1,186 @@
+"""``stretch``: a base dialogue -> one injection plan per target length (20K ... 100K tokens).
+
+In: ``dialogues`` items (main) and ``distractor_pool`` snippets (side). Out: plan items
+``{"id": "<blueprint>@<length>", "blueprint_id", "context", "source", "insert_index",
+"snippets", "timestamps", "injected_tokens", "filtered"}``. A plan is shared by every row
+of its blueprint at that length (Pos-Clean, Pos-Over, Neg-Clean, explicit, RM): a
+controlled comparison. ``materialize`` (used by the release writer) turns a base row and
+its plan into the long row.
+
+Placement policy: the whole block of snippets goes right after the assistant's reply to
+the last constraint-side turn (the constraint, the second if-then constraint, or the
+attention-recovery interruption). The base dialogue's tail (topic filler, the Neg-Clean
+resolving turn, the trigger) stays as in the base row, so constraint and trigger text are
+byte-identical to the base and the resolving turn stays close to the trigger.
+Snippets mentioning a gold slot of the blueprint are skipped (``gold-slot``); the rest are
+drawn in a seeded order and added while they fit, so each row lands within 1% of its
+target. Token counts are sums of per-snippet counts, never a re-tokenization.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline import tokenizer
+from pipeline.blueprints.schema import TIME_FORMAT
+from pipeline.stage import Drop, Item, MapStage, StageContext
+from pipeline.text import mentions
+from stages.variants import explicit_turns, render_messages, variant_turns
+
+TOLERANCE = 0.01
+
+
+class StretchParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    lengths: tuple[int, ...] = (20000, 40000, 60000, 80000, 100000)
+
+
+def context_name(length: int) -> str:
+    return f"{length // 1000}k"
+
+
+@lru_cache(maxsize=4096)
+def prefix_tokens(at: str) -> int:
+    """Tokens of ``[YYYY-MM-DDTHH:MM]``; the message body is counted with its leading space."""
+    return tokenizer.count(f"[{at}]")
+
+
+def insert_index(turns: list[dict]) -> int:
+    """Right after the reply to the last constraint-side turn."""
+    last = max(i for i, t in enumerate(turns) if t["kind"] in {"constraint", "interruption"})
+    return last + 1 if last + 1 < len(turns) and turns[last + 1]["role"] == "assistant" else last
+
+
+def base_token_range(dialogue: Item) -> tuple[int, int]:
+    """Smallest and largest token total over every row the dialogue yields."""
+    variants = variant_turns(dialogue)
+    turn_sets = [turns for turns, _ in variants.values()]
+    turn_sets += [t for turns, _ in variants.values() if (t := explicit_turns(dialogue, turns)) is not None]
+    rm = dialogue["blueprint"].get("rm")
+    if rm:
+        pos = [dict(t) for t in dialogue["turns"]]
+        pos[-1]["content"] = f"{pos[-1]['content']} {rm['question']}"
+        turn_sets.append(pos)
+    counts: dict[str, int] = {}
+    totals = []
+    for turns in turn_sets:
+        total = 0
+        for message in render_messages(turns):
+            text = message["content"]
+            if text not in counts:
+                counts[text] = tokenizer.count(text)
+            total += counts[text]
+        totals.append(total)
+    return min(totals), max(totals)
+
+
+class Stretch(MapStage):
+    name = "stretch"
+    inputs = ("dialogues", "distractor_pool")
+    Params = StretchParams
+
+    def environment_keys(self) -> tuple[str, ...]:
+        return ("distractors",)
+
+    def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
+        self.by_source: dict[str, list[Item]] = {}
+        for snippet in side_inputs["distractor_pool"]:
+            self.by_source.setdefault(snippet["source"], []).append(snippet)
+        self.routes = ctx.environment["distractors"]["routes"]
+
+    def process(self, item: Item, ctx: StageContext) -> list[Item] | Drop:
+        bp = item["blueprint"]
+        source = self.routes.get(f"{bp['dimension']}/{bp['subtype']}") or self.routes.get(bp["dimension"])
+        if source is None:
+            return Drop("no-distractor-source", f"no source configured for {bp['dimension']}")
+        candidates = [s for s in self.by_source.get(source, [])
+                      if not any(mentions(content, slot) for _, content in s["messages"] for slot in bp["gold_slots"])]
+        filtered = {"gold-slot": len(self.by_source.get(source, [])) - len(candidates)}
+        low, high = base_token_range(item)
+        turns = item["turns"]
+        at = insert_index(turns)
+        t_prev = next(t["at"] for t in reversed(turns[:at]) if t["role"] == "user")
+        t_next = min(t["at"] for t in turns[at:] if t["role"] == "user" and t["at"])
+        if item["blueprint"].get("negative", {}).get("at"):
+            t_next = min(t_next, item["blueprint"]["negative"]["at"])
+        plans = []
+        for length in self.params.lengths:
+            rng = ctx.rng(item["id"], str(length))
+            order = list(range(len(candidates)))
+            rng.shuffle(order)
+            chosen, injected = _fill(candidates, order, length - (low + high) // 2, prefix_tokens(t_prev))
+            user_count = sum(1 for i in chosen for role, _ in candidates[i]["messages"] if role == "user")
+            stamps = _timestamps(t_prev, t_next, user_count)
+            injected = sum(sum(candidates[i]["tokens"]) for i in chosen) + sum(prefix_tokens(s) for s in stamps)
+            if not (abs(low + injected - length) <= TOLERANCE * length and abs(high + injected - length) <= TOLERANCE * length):
+                return Drop("pool-too-small", f"{source}: reached {low + injected} of {length} tokens")
+            plans.append({
+                "id": f"{item['id']}@{context_name(length)}",
+                "blueprint_id": item["id"],
+                "context": context_name(length),
+                "source": source,
+                "insert_index": at,
+                "snippets": [candidates[i]["id"] for i in chosen],
+                "timestamps": stamps,
+                "injected_tokens": injected,
+                "filtered": filtered,
+                "stretch": self.code_version()[:12],
+            })
+        return plans
+
+
+def _fill(candidates: list[Item], order: list[int], budget: int, prefix: int) -> tuple[list[int], int]:
+    """Add snippets in ``order`` while they fit in ``budget`` tokens."""
+    chosen, used = [], 0
+    for index in order:
+        messages = candidates[index]["messages"]
+        cost = sum(candidates[index]["tokens"]) + prefix * sum(1 for role, _ in messages if role == "user")
+        if used + cost <= budget:
+            chosen.append(index)
+            used += cost
+            if budget - used < 16:
+                break
+    return chosen, used
+
+
+def _timestamps(start: str, end: str, count: int) -> list[str]:
+    """``count`` non-decreasing minute timestamps spread over [start, end]."""
+    t0, t1 = datetime.strptime(start, TIME_FORMAT), datetime.strptime(end, TIME_FORMAT)
+    span = max(0, int((t1 - t0).total_seconds() // 60))
+    return [(t0 + timedelta(minutes=span * (k + 1) // (count + 1))).strftime(TIME_FORMAT) for k in range(count)]
+
+
+def materialize(row: dict, plan: Item, snippets: dict[str, Item]) -> dict:
+    """The long-context row: the base row with the plan's snippets injected."""
+    injected: list[dict] = []
+    stamps = iter(plan["timestamps"])
+    for snippet_id in plan["snippets"]:
+        for role, content in snippets[snippet_id]["messages"]:
+            injected.append({"role": role, "content": f"[{next(stamps)}] {content}" if role == "user" else content})
+    at = plan["insert_index"]
+    size = len(injected)
+
+    def shift(index: int | None) -> int | None:
+        return None if index is None else index + size if index >= at else index
+
+    messages = row["messages"][:at] + injected + row["messages"][at:]
+    long_row = {
+        **row,
+        "id": row["id"].rsplit(".", 1)[0] + f".{plan['context']}",
+        "context": plan["context"],
+        "messages": messages,
+        "constraint_turns": [shift(i) for i in row["constraint_turns"]],
+        "n_tokens": row["n_tokens"] + plan["injected_tokens"],
+        "n_turns": len(messages),
+        "distractor_source": plan["source"],
+        "provenance": json.dumps({**json.loads(row["provenance"]), "stretch": plan["stretch"], "plan": plan["id"]},
+                                 sort_keys=True),
+    }
+    if "trigger_turn" in row:
+        long_row.update(trigger_turn=len(messages) - 1, resolution_turn=shift(row["resolution_turn"]),
+                        filler_turns=[shift(i) for i in row["filler_turns"]], injected_turns=list(range(at, at + size)))
+    return long_row
