@@ -84,7 +84,8 @@ def test_score_rejects_trajectory_of_another_week(week_file: Path, tmp_path: Pat
     assert _cli("week", "play", "--policy", "oracle", "--week", str(other), "--out", str(traj)) == 0
     capsys.readouterr()
     assert _cli("week", "score", str(traj), "--week", str(week_file)) == 1
-    assert "recorded on another week" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {traj}: run oracle was recorded on another week") and err.count("\n") == 1
 
 
 def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -130,12 +130,24 @@ def _stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checked_week(path: Path) -> Week:
+    """Load a week and refuse it (WeekFileError naming the first problem) if it is invalid."""
+    week = load_week(path)
+    problems = validate_week(week)
+    if problems:
+        raise WeekFileError(f"{path}: {problems[0]} ({len(problems)} problems; run 'week validate')")
+    return week
+
+
 def _score(args: argparse.Namespace) -> int:
-    week = load_week(args.week)
+    week = _checked_week(args.week)
     events: list[dict[str, Any]] = []
     for path in args.trajectory:
         events += read_trajectory(path)
-    report = score_trajectory(week, events)
+    try:
+        report = score_trajectory(week, events)
+    except ScoringError as exc:
+        raise ScoringError(f"{', '.join(map(str, args.trajectory))}: {exc}") from None
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
         return 0
@@ -158,7 +170,7 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _play(args: argparse.Namespace) -> int:
-    week = load_week(args.week)
+    week = _checked_week(args.week)
     cap = args.max_handles or None
     policy = make_policy(args.policy, week, cap)
     config = RuntimeConfig(heartbeat=args.heartbeat, ledger=args.ledger, max_handles=cap)

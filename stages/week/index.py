@@ -122,23 +122,17 @@ class WeekIndex:
         return [s.id for s in later if to_minutes(s.time) <= limit]
 
     def stale_steps(self, task_id: str) -> list[str]:
-        """Steps where a superseded version of an updated task would have fired."""
-        task, eff = self.tasks[task_id], self._effective[task_id]
-        stale: list[str] = []
+        """Steps where a superseded (pre-update) version of a task would have fired."""
+        task = self.tasks[task_id]
+        stale: set[str] = set()
         cue_id, target = task.cue_id, task.target_time
         for update in self.updates_by_task.get(task_id, []):
             step = self.trigger_step(task, cue_id, target)
             if step is not None and step.id != self.due_step_of.get(task_id):
-                stale.append(step.id)
-            if update.kind == "override":
-                cue_id = update.new_cue_id or cue_id
-            elif update.kind == "reschedule":
-                target = update.new_target_time or target
-        if eff.canceled:
-            final = self.trigger_step(task, cue_id, target)
-            if final is not None:
-                stale.append(final.id)
-        return sorted(set(stale), key=self.order.__getitem__)
+                stale.add(step.id)
+            cue_id = update.new_cue_id or cue_id
+            target = update.new_target_time or target
+        return sorted(stale, key=self.order.__getitem__)
 
     def is_known_at(self, task_id: str, step_id: str) -> bool:
         """Whether the task has been encoded (announced) by the time ``step_id`` is shown."""

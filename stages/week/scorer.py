@@ -118,6 +118,8 @@ def _selections(ix: WeekIndex, run_id: str, events: list[dict[str, Any]], score:
                 raise ScoringError(f"run {run_id} step {step_id}: more than one choose")
             menu = ix.menus[ix.steps[step_id].day]
             handles = event.get("task_ids") or []
+            if not isinstance(handles, list) or not all(isinstance(h, str) for h in handles):
+                raise ScoringError(f"run {run_id} step {step_id}: task_ids must be a list of handle strings")
             unknown = [h for h in handles if h not in menu]
             if unknown:
                 raise ScoringError(f"run {run_id} step {step_id}: handles {', '.join(map(str, unknown))} are not on "

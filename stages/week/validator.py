@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from stages.week.index import WeekIndex
-from stages.week.model import CLOCK, DAY_END, DAY_START, NARRATIVE, Week, to_minutes
+from stages.week.model import CLOCK, DAY_END, DAY_START, NARRATIVE, Update, Week, to_minutes
 
 HANDLE = re.compile(r"^task_[1-9][0-9]*$")
 CLOCK_MENTION = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.|o'clock)|\b(\d{1,2}):(\d{2})\b", re.I)
@@ -153,10 +153,7 @@ def check_update_targets(week: Week, ix: WeekIndex) -> list[Problem]:
         if task is None or update.step_id not in ix.steps:
             out.append(Problem("update_targets", f"{where}: target task {update.task_id} or step does not exist"))
             continue
-        needs = {"cancel": (None, None), "override": (update.new_cue_id, None),
-                 "reschedule": (None, update.new_target_time)}[update.kind]
-        if (update.new_cue_id, update.new_target_time) != needs or (update.kind == "override" and not needs[0]) \
-                or (update.kind == "reschedule" and not needs[1]):
+        if _wrong_fields(update):
             out.append(Problem("update_targets", f"{where}: {update.kind} of task {task.id} has the wrong new fields"))
         if not ix.is_known_at(task.id, update.step_id) or (task.encoding.step_id == update.step_id):
             out.append(Problem("update_targets", f"{where}: task {task.id} is not active yet at this step"))
@@ -169,6 +166,13 @@ def check_update_targets(week: Week, ix: WeekIndex) -> list[Problem]:
             out.append(Problem("update_targets", f"{where}: task {task.id} is no longer pending (its trigger step "
                                                  f"{before} is not after the update)"))
     return out
+
+
+def _wrong_fields(update: Update) -> bool:
+    """A cancel carries no new cue or time; an override a new cue only; a reschedule a new time only."""
+    has_cue, has_time = update.new_cue_id is not None, update.new_target_time is not None
+    return (has_cue, has_time) != {"cancel": (False, False), "override": (True, False),
+                                   "reschedule": (False, True)}[update.kind]
 
 
 def _version_step(ix: WeekIndex, task_id: str, until_update: str) -> str | None:
