@@ -62,6 +62,7 @@ def _run_build(args: argparse.Namespace) -> int:
     from pipeline.config import ConfigError
     from pipeline.release import ReleaseExists
     from pipeline.runner import UnknownStage
+    from stages.distractors.resolve import DistractorSourceError
     from stages.load_blueprints import BlueprintProblems
 
     options = BuildOptions(
@@ -72,7 +73,7 @@ def _run_build(args: argparse.Namespace) -> int:
     )
     try:
         outcome = build(options)
-    except (ConfigError, BlueprintProblems, ReleaseExists, UnknownStage) as exc:
+    except (ConfigError, BlueprintProblems, ReleaseExists, UnknownStage, DistractorSourceError) as exc:
         print(f"triggerbench build: {exc}", file=sys.stderr)
         return 1
     for record in outcome.run.records:

@@ -24,6 +24,12 @@ def run_cli(*args: str, cwd: Path = REPO, env: dict | None = None, timeout: int 
                           text=True, timeout=timeout)
 
 
+def config_args() -> list[str]:
+    """``--config FILE`` when TRIGGERBENCH_TEST_CONFIG points at a smaller corpus (development only)."""
+    config = os.environ.get("TRIGGERBENCH_TEST_CONFIG")
+    return ["--config", config] if config else []
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.exists():
@@ -36,7 +42,7 @@ def default_build(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The default release, built once per test session with its own cache."""
     root = tmp_path_factory.mktemp("default_build")
     out, cache = root / "releases", root / "cache"
-    result = run_cli("build", "--out", str(out), "--cache-dir", str(cache))
+    result = run_cli("build", "--out", str(out), "--cache-dir", str(cache), *config_args())
     assert result.returncode == 0, result.stderr[-4000:]
     releases = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
     assert len(releases) == 1

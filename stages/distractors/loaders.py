@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -58,10 +59,12 @@ def openthoughts(rows: Iterable[dict], source: str = "openthoughts") -> list[Con
     return out
 
 
+_THOUGHT_TAGS = re.compile(r"<\|(?:begin|end)_of_(?:thought|solution)\|>|</?think>")
+
+
 def _strip_thought_tags(text: str) -> str:
-    for tag in ("<|begin_of_thought|>", "<|end_of_thought|>", "<|begin_of_solution|>", "<|end_of_solution|>", "<think>", "</think>"):
-        text = text.replace(tag, "")
-    return text.strip()
+    """Drop reasoning/solution delimiters, keeping the parts as paragraphs."""
+    return "\n\n".join(part.strip() for part in _THOUGHT_TAGS.split(text) if part.strip())
 
 
 def math_solutions(lines: Iterable[str], source: str = "math") -> list[Conversation]:

@@ -85,7 +85,8 @@ def resolve(key: str, sources: list[str], directory: Path | None, hub_ok: bool |
         if hub_id and (hub_ok if hub_ok is not None else hub_reachable()):
             return ResolvedSource(name, "hub", hub_id, (), combine("hub", hub_id))
         where = f"no files matching {', '.join(LOCAL_PATTERNS.get(name, ()))} under {directory}" if directory else "no local directory"
-        tried.append(f"{name} ({where}; Hub id {hub_id or 'none'} {'unreachable' if hub_id else ''})".replace("  ", " "))
+        hub = f"Hub id {hub_id} unreachable" if hub_id else "no Hub id"
+        tried.append(f"{name} ({where}; {hub})")
     raise DistractorSourceError(
         f"no distractor source for {key}: tried {'; '.join(tried)}. Supply one with --distractors-dir DIR "
         f"(a directory with the corpora, e.g. ../shared/data) or make the Hugging Face Hub reachable for a Hub id."

@@ -64,9 +64,10 @@ ROUTES: list[tuple[str, str, re.Pattern[str]]] = [
 class HubError(Exception):
     """An HTTP error answer: status code and message (sent as ``{"error": message}``)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, extra: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.extra = extra or {}
 
 
 class GitRepo:
@@ -74,7 +75,7 @@ class GitRepo:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
 
     def git(self, *args: str, data: bytes | None = None, env: dict[str, str] | None = None) -> bytes:
         proc = subprocess.run(["git", *args], cwd=self.path, input=data, capture_output=True,
@@ -268,7 +269,7 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 raise HubError(404, f"no route for {method} {url.path}")
         except HubError as err:
-            code, payload, headers = err.status, json.dumps({"error": str(err)}).encode(), {}
+            code, payload, headers = err.status, json.dumps({"error": str(err), **err.extra}).encode(), {}
             headers["X-Error-Message"] = str(err)
         record["status"] = code
         self.server.state.log(record)
@@ -305,12 +306,13 @@ class Handler(BaseHTTPRequestHandler):
         repo_type = (body.get("type") or "model") + "s"
         repo_id = f"{body.get('organization') or 'tester'}/{body['name']}"
         repo = self.server.state.repo(repo_type, repo_id, must_exist=False)
+        url = f"{self.base()}/{repo_type}/{repo_id}"
         with repo.lock:
             if (repo.path / ".git").exists():
-                raise HubError(409, "You already created this dataset repo")
+                raise HubError(409, "You already created this dataset repo", {"url": url})
             repo.create(private=body.get("visibility") == "private" or bool(body.get("private")))
         record["repo"], record["detail"] = repo_id, {"private": repo.private}
-        return self.ok({"url": f"{self.base()}/{repo_type}/{repo_id}", "name": repo_id, "id": repo_id})
+        return self.ok({"url": url, "name": repo_id, "id": repo_id})
 
     def route_validate_yaml(self, params, query, data, record):
         return self.ok({"errors": [], "warnings": []})

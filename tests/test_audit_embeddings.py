@@ -1,0 +1,136 @@
+"""Embedding-model resolution, the embedding cache, and fast offline failure for Hub ids.
+
+Subprocess tests get a clean environment (no ``HF_HUB_OFFLINE``, an empty HF cache, an endpoint
+that does not answer) so that the fast Hub probe, not an environment flag, does the work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+from stages.audit.embeddings import (  # noqa: E402
+    BUNDLED_MODEL_ID,
+    PAPER_MODEL_ID,
+    Embedder,
+    EmbeddingModelError,
+    bundled_model_dir,
+    load_embedding_model,
+)
+
+PYTHON = sys.executable
+
+
+def _closed_port() -> int:
+    """A local TCP port with nothing listening (connection refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _clean_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT"}}
+    env["HF_HOME"] = str(tmp_path / "hf-home")
+    env["HF_HUB_CACHE"] = str(tmp_path / "hf-home" / "hub")
+    env["HF_ENDPOINT"] = f"http://127.0.0.1:{_closed_port()}"
+    env["TRIGGERBENCH_PROGRESS"] = "0"
+    return env
+
+
+def _fake_bge_in_hf_cache(hub_cache: Path) -> None:
+    """Lay out a HF-cache snapshot named BAAI/bge-base-en-v1.5 whose files are the bundled MiniLM."""
+    commit = "0" * 40
+    repo = hub_cache / "models--BAAI--bge-base-en-v1.5"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    snapshot = repo / "snapshots" / commit
+    for source in bundled_model_dir().rglob("*"):
+        if source.is_file():
+            target = snapshot / source.relative_to(bundled_model_dir())
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(source)
+
+
+RESOLVE_SCRIPT = """
+import json, sys, time
+from stages.audit.embeddings import _try_hub_or_cache, load_embedding_model
+started = time.perf_counter()
+found = _try_hub_or_cache("BAAI/bge-base-en-v1.5")
+lookup = time.perf_counter() - started
+choice = load_embedding_model().choice
+print(json.dumps({"lookup_seconds": lookup, "found": found is not None, "name": choice.name, "origin": choice.origin}))
+"""
+
+
+def test_falls_back_to_bundled_minilm_in_well_under_a_second(tmp_path: Path) -> None:
+    done = subprocess.run([PYTHON, "-c", RESOLVE_SCRIPT], env=_clean_env(tmp_path), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["found"] is False
+    assert result["lookup_seconds"] < 1.0
+    assert (result["name"], result["origin"]) == (BUNDLED_MODEL_ID, "bundled")
+
+
+def test_prefers_bge_from_the_hf_cache(tmp_path: Path) -> None:
+    env = _clean_env(tmp_path)
+    _fake_bge_in_hf_cache(Path(env["HF_HUB_CACHE"]))
+    done = subprocess.run([PYTHON, "-c", RESOLVE_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (result["found"], result["name"], result["origin"]) == (True, PAPER_MODEL_ID, "hf-cache")
+
+
+def test_explicit_local_path_and_unloadable_id() -> None:
+    loaded = load_embedding_model(str(bundled_model_dir()))
+    assert loaded.choice.origin == "local-path" and loaded.choice.name == str(bundled_model_dir())
+    started = time.perf_counter()
+    with pytest.raises(EmbeddingModelError, match="no-such-org/no-such-model"):
+        load_embedding_model("no-such-org/no-such-model")
+    assert time.perf_counter() - started < 2.0
+
+
+def test_embedder_encodes_each_distinct_text_once_and_caches(tmp_path: Path) -> None:
+    loaded = load_embedding_model(str(bundled_model_dir()))
+    texts = ["The cello is in the trunk.", "I arrived at the office.", "The cello is in the trunk.", ""]
+    embedder = Embedder(loaded, tmp_path, batch_size=2)
+    vectors = embedder.embed(texts)
+    assert vectors.shape == (4, embedder.dimension())
+    assert embedder.stats.distinct == 3 and embedder.stats.encoded == 3
+    bare = loaded.model.encode(texts, normalize_embeddings=True)
+    assert np.allclose(vectors, bare, atol=1e-5)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    embedder.close()
+    again = Embedder(loaded, tmp_path)
+    assert np.array_equal(again.embed(texts[:2]), vectors[:2])
+    assert again.stats.encoded == 0 and again.stats.cached == 2
+    again.close()
+
+
+@pytest.mark.parametrize("offline_flag", [False, True])
+def test_hub_id_without_network_fails_fast_and_clearly(tmp_path: Path, offline_flag: bool) -> None:
+    env = _clean_env(tmp_path)
+    if offline_flag:
+        env["HF_HUB_OFFLINE"] = "1"
+    started = time.perf_counter()
+    done = subprocess.run([PYTHON, "-m", "pipeline", "audit", "someorg/triggerbench", "--revision", "v0.1.0",
+                           "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    elapsed = time.perf_counter() - started
+    assert done.returncode == 1
+    assert "unreachable" in done.stderr and "someorg/triggerbench" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert elapsed < 10.0  # interpreter start-up and imports included; the retry loop alone takes ~23 s
+    assert not (tmp_path / "out").exists()
