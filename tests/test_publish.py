@@ -158,7 +158,7 @@ def test_rerun_after_a_deleted_file_reuploads_only_that_file_and_tags_once(hub, 
     first = publish(hub, release, "org/resume")
     assert first.returncode == 1 and "Nothing was tagged" in first.stderr
     victim = "data/pm_base/dev-00000-of-00001.parquet"
-    admin(hub, "delete", {"repo": "org/resume", "path": victim})
+    admin(hub, "delete", {"repo": "org/resume", "path": victim, "purge_lfs": True})
     before = len(requests(hub))
     second = publish(hub, release, "org/resume")
     assert second.returncode == 0, second.stderr

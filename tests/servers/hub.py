@@ -13,7 +13,8 @@ pointers and their content stored in ``.git/lfs/objects/aa/bb/<sha256>``.
 Every request is appended to ``DIR/requests.jsonl`` as ``{"method", "path", "kind", "status",
 "repo", "auth", "detail"}`` (no headers, so a token never reaches the log). Test hooks:
 ``POST /_admin/fail {"kind", "status", "times"}`` makes the next requests of a kind fail;
-``POST /_admin/delete {"repo_type", "repo", "path"}`` removes a file with a server-side commit.
+``POST /_admin/delete {"repo_type", "repo", "path", "purge_lfs"}`` removes a file with a server-side
+commit (and, with ``purge_lfs``, its LFS object, so its bytes must be sent again).
 """
 
 from __future__ import annotations
@@ -398,7 +399,10 @@ class Handler(BaseHTTPRequestHandler):
     def route_admin_delete(self, params, query, data, record):
         body = json.loads(data)
         repo = self.server.state.repo(body.get("repo_type", "datasets"), body["repo"])
+        entry, _content = repo.read(repo.resolve("main"), body["path"])
         oid = repo.commit("main", [{"key": "deletedFile", "value": {"path": body["path"]}}], "admin delete", None)
+        if body.get("purge_lfs") and "lfs" in entry:
+            repo.lfs_path(entry["lfs"]["oid"]).unlink()
         return self.ok({"commitOid": oid})
 
     # -- read routes ---------------------------------------------------------------------------
