@@ -21,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="sentence-transformers model: local directory or Hub id "
                              "(default: BAAI/bge-base-en-v1.5 if loadable, else the bundled all-MiniLM-L6-v2)")
     parser.add_argument("--cache-dir", type=Path, default=None,
-                        help="embedding cache directory (default: $XDG_CACHE_HOME/triggerbench)")
+                        help="embedding cache directory (default: $TRIGGERBENCH_CACHE, else ~/.cache/triggerbench)")
 
 
 def _inside(path: Path, parent: Path) -> bool:

@@ -249,7 +249,9 @@ class Embedder:
 
     def dimension(self) -> int:
         """Embedding width of the model."""
-        return int(self.loaded.model.get_sentence_embedding_dimension())
+        model = self.loaded.model
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(getter())
 
     def close(self) -> None:
         if self.cache is not None:

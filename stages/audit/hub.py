@@ -9,10 +9,10 @@ already imported, their read-at-import constants).
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import threading
-from urllib.parse import urlsplit
+import urllib.error
+import urllib.request
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 PROBE_TIMEOUT_SECONDS = 0.5
@@ -29,15 +29,18 @@ def endpoint() -> str:
     return os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT).rstrip("/")
 
 
-def _probe(host: str, port: int, timeout: float) -> bool:
-    """Open (and close) a TCP connection to ``host:port``; True when it succeeds in time."""
+def _probe(url: str, timeout: float) -> bool:
+    """True when ``url`` answers HTTP at all (any status) within ``timeout`` seconds."""
     outcome: list[bool] = []
 
     def attempt() -> None:
+        request = urllib.request.Request(url, method="HEAD")
         try:
-            with socket.create_connection((host, port), timeout=timeout):
+            with urllib.request.urlopen(request, timeout=timeout):
                 outcome.append(True)
-        except OSError:
+        except urllib.error.HTTPError:
+            outcome.append(True)  # the server answered, even if with an error status
+        except (urllib.error.URLError, OSError, ValueError):
             outcome.append(False)
 
     # DNS resolution ignores socket timeouts, so the attempt runs in a daemon thread we stop waiting for.
@@ -63,16 +66,14 @@ def force_offline() -> None:
 
 
 def hub_reachable(timeout: float = PROBE_TIMEOUT_SECONDS) -> bool:
-    """True when the Hub endpoint accepts a TCP connection; otherwise switch to offline mode.
+    """True when the Hub endpoint answers HTTP within ``timeout``; otherwise switch to offline mode.
 
     Honours ``HF_HUB_OFFLINE`` (no probe at all when it is set).
     """
     if offline_requested():
         force_offline()
         return False
-    parts = urlsplit(endpoint())
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    if parts.hostname and _probe(parts.hostname, port, timeout):
+    if _probe(endpoint() + "/api/datasets?limit=1", timeout):
         return True
     force_offline()
     return False

@@ -41,7 +41,9 @@ ROW_SCHEMA = pa.schema([
 
 
 def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/triggerbench`` (or ``~/.cache/triggerbench``)."""
+    """``$TRIGGERBENCH_CACHE`` when set, else ``$XDG_CACHE_HOME/triggerbench`` (``~/.cache/triggerbench``)."""
+    if os.environ.get("TRIGGERBENCH_CACHE"):
+        return Path(os.environ["TRIGGERBENCH_CACHE"])
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "triggerbench"
 
 
