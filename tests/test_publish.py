@@ -141,6 +141,50 @@ def test_publish_then_load_by_tag_returns_the_release_rows(hub, tmp_path):
     assert rows == pm_rows("test", 7)
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_olah_serves_the_published_tag_from_the_server_git_repos(hub, tmp_path):
+    """The read path through the PyPI mirror ``olah``, offline, over the git repos the test Hub wrote."""
+    release = make_release(tmp_path / "releases", test_rows=5, dev_rows=2)
+    assert publish(hub, release, "org/mirrored", "--no-verify").returncode == 0
+    port = free_port()
+    (tmp_path / "olah.toml").write_text(
+        f'[basic]\nhost = "127.0.0.1"\nport = {port}\nmirror-netloc = "127.0.0.1:{port}"\n'
+        f'mirror-lfs-netloc = "127.0.0.1:{port}"\nrepos-path = "{tmp_path / "olah_cache"}"\n'
+        f'mirrors-path = ["{hub["root"]}"]\n[accessibility]\noffline = true\n')
+    olah = subprocess.Popen([str(Path(sys.executable).parent / "olah-cli"), "-c", str(tmp_path / "olah.toml")],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import urllib.request
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/datasets/org/mirrored/refs", timeout=2) as r:
+                    assert "v0.1.0" in r.read().decode()
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "olah did not start"
+                time.sleep(0.5)
+        script = ("import datasets, json; ds = datasets.load_dataset('org/mirrored', 'pm_base', revision='v0.1.0'); "
+                  "print(json.dumps({s: ds[s].to_list() for s in ds}))")
+        env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_TOKEN")}
+        env.update({"HF_ENDPOINT": f"http://127.0.0.1:{port}", "HF_HOME": str(tmp_path / "olah_reader")})
+        loaded = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        assert loaded.returncode == 0, loaded.stderr[-2000:]
+        splits = json.loads(loaded.stdout.strip().splitlines()[-1])
+        assert splits == {"test": pm_rows("test", 5), "dev": pm_rows("dev", 2)}
+    finally:
+        olah.terminate()
+        olah.wait(timeout=10)
+
+
 def test_second_publish_of_the_same_version_is_refused(hub, tmp_path):
     release = make_release(tmp_path / "releases")
     assert publish(hub, release, "org/twice", "--no-verify").returncode == 0
