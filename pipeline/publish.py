@@ -148,6 +148,8 @@ def _verify(report: PublishReport, release: Path, manifest: dict[str, Any], mani
     if result.error:
         say(redact(f"verification FAILED: {result.error}", token))
         return result
+    for config, message in result.config_errors.items():
+        say(redact(f"  {config}: could not be reloaded: {message}", token))
     for config, splits in result.rows.items():
         for split, counts in splits.items():
             mark = "ok" if counts["expected"] == counts["reloaded"] else "MISMATCH"
@@ -178,7 +180,11 @@ def run(args: argparse.Namespace) -> int:
     except PublishError as err:
         print(f"triggerbench publish: {err}", file=sys.stderr)
         return 1
-    if report.push is not None:
+    if report.push is not None and not report.ok:
+        print(f"triggerbench publish: {report.repo_id}@{report.tag} was pushed and tagged "
+              f"({(report.push.tagged_commit or '')[:12]}) but verification FAILED (see above); "
+              "fix the release and publish it under a new version", file=sys.stderr)
+    elif report.push is not None:
         push = report.push
         print(f"published {report.repo_id}@{report.tag} ({(push.tagged_commit or '')[:12]}): "
               f"{len(push.uploaded)} uploaded ({human_size(push.bytes_uploaded)}), {len(push.skipped)} already there, "

@@ -32,12 +32,14 @@ class Verification:
     rows: dict[str, dict[str, dict[str, int | None]]] = field(default_factory=dict)
     hash_mismatches: list[str] = field(default_factory=list)
     missing_files: list[str] = field(default_factory=list)
+    config_errors: dict[str, str] = field(default_factory=dict)
     error: str | None = None
 
     @property
     def ok(self) -> bool:
         rows_ok = all(c["expected"] == c["reloaded"] for splits in self.rows.values() for c in splits.values())
-        return self.error is None and rows_ok and not self.hash_mismatches and not self.missing_files
+        clean = self.error is None and not self.config_errors
+        return clean and rows_ok and not self.hash_mismatches and not self.missing_files
 
 
 def verify_release(endpoint: str, token: str | None, repo_id: str, revision: str,
@@ -57,8 +59,10 @@ def verify_release(endpoint: str, token: str | None, repo_id: str, revision: str
         return Verification(error=f"reload failed (exit {proc.returncode}):\n{tail}")
     reloaded = json.loads(proc.stdout.strip().splitlines()[-1])
     expected_hashes = {**manifest["files"], "manifest.json": manifest_sha256}
-    result = Verification()
+    result = Verification(config_errors=reloaded.get("errors", {}))
     for config, splits in configs.items():
+        if config in result.config_errors:
+            continue
         result.rows[config] = {}
         for split in splits:
             expected = manifest.get("configs", {}).get(config, {}).get(split, {}).get("rows")
@@ -73,14 +77,21 @@ def verify_release(endpoint: str, token: str | None, repo_id: str, revision: str
 
 
 def reload(repo_id: str, revision: str, configs: dict[str, list[str]], files: list[str]) -> dict[str, Any]:
-    """In the child: row counts per config/split through datasets, sha256 of each downloaded file."""
+    """In the child: row counts per config/split through datasets (or the error a config raised),
+    sha256 of each downloaded file."""
     import datasets
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError
 
     rows: dict[str, dict[str, int]] = {}
+    errors: dict[str, str] = {}
     for config in configs:
-        loaded = datasets.load_dataset(repo_id, config, revision=revision)
+        try:
+            loaded = datasets.load_dataset(repo_id, config, revision=revision)
+        except Exception as err:  # noqa: BLE001 - any failure to load is reported per config
+            cause = f" (cause: {type(err.__cause__).__name__}: {err.__cause__})" if err.__cause__ else ""
+            errors[config] = f"{type(err).__name__}: {err}{cause}"
+            continue
         rows[config] = {split: loaded[split].num_rows for split in loaded}
     hashes: dict[str, str] = {}
     for path in files:
@@ -89,12 +100,12 @@ def reload(repo_id: str, revision: str, configs: dict[str, list[str]], files: li
         except EntryNotFoundError:
             continue
         hashes[path] = sha256_file(local)
-    return {"rows": rows, "files": hashes}
+    return {"rows": rows, "files": hashes, "errors": errors}
 
 
 def main() -> int:
     """Child entry point: read ``{"repo_id", "revision", "configs", "files"}`` JSON on stdin,
-    print one JSON line ``{"rows": ..., "files": ...}``."""
+    print one JSON line ``{"rows": ..., "files": ..., "errors": ...}``."""
     request = json.loads(sys.stdin.read())
     result = reload(request["repo_id"], request["revision"], request["configs"], request["files"])
     print(json.dumps(result, sort_keys=True))
