@@ -13,7 +13,7 @@ import yaml
 
 from pipeline.blueprints.schema import Blueprint, to_json
 from pipeline.blueprints.slots import render
-from pipeline.llm import ChatRequest, LLMClient, LLMConfig, RequestCache, RetryPolicy
+from pipeline.llm import LLMClient, LLMConfig, RequestCache, RetryPolicy
 from pipeline.stage import StageContext
 from stages.oracles import OracleNecessity, OracleSufficiency
 from stages.oracles.prompts import JUDGE_PROMPT
@@ -195,11 +195,11 @@ def test_llm_oracles_drop_failures_guesses_and_unreachable_items(tmp_path: Path)
 def test_oracles_against_llama_cpp_account_for_every_blueprint(llama_server: LlamaServer, tmp_path: Path) -> None:  # noqa: F811
     config = LLMConfig(base_url=llama_server.base_url, model=llama_server.model, timeout=120, concurrency=2)
     llm = LLMClient(config, RequestCache(tmp_path / "llm.sqlite"))
-    items = [scaled_item(TAXI), scaled_item(TRAIN)]
+    items = [scaled_item(TRAIN)]  # one skeleton: 2 CPU cores, keep it short
     small = {"answer_max_tokens": 32, "judge_max_tokens": 48}
     sufficiency = OracleSufficiency({**small, "keep_pending": True}).run({"split": items}, context("s", llm))
     necessity = OracleNecessity({**small, "rollouts": 2}).run({"oracle_sufficiency": sufficiency.items}, context("n", llm))
-    for out, n_in in ((sufficiency, 2), (necessity, len(sufficiency.items))):
+    for out, n_in in ((sufficiency, 1), (necessity, len(sufficiency.items))):
         assert len(out.items) + len(out.dropped) == n_in and all(d.reason for d in out.dropped)
     for item in sufficiency.items:
         record = item["oracles"]["sufficiency"]
@@ -207,4 +207,3 @@ def test_oracles_against_llama_cpp_account_for_every_blueprint(llama_server: Lla
         assert record["status"] in ("pass", "flagged_pending_review")
         assert all(c["verdict"] in ("YES", "NO") for c in record["checks"])
     assert sufficiency.stats["llm"]["completion_tokens"] > 0
-    assert ChatRequest  # the same client type the stages use
