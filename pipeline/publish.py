@@ -125,7 +125,7 @@ def _push(report: PublishReport, files: list[ReleaseFile], private: bool, token:
 
     api = HfApi(endpoint=report.endpoint, token=token)
     try:
-        api.create_repo(report.repo_id, repo_type="dataset", private=private, exist_ok=True)
+        api.create_repo(report.repo_id, repo_type="dataset", private=True if private else None, exist_ok=True)
         return push_release(api, report.repo_id, files, report.tag, report.version, say)
     except TagExists as err:
         raise PublishError(f"refusing to publish: {err}") from None

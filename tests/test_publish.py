@@ -192,6 +192,10 @@ def test_second_publish_of_the_same_version_is_refused(hub, tmp_path):
     again = publish(hub, release, "org/twice")
     assert again.returncode == 1
     assert "refusing to publish: tag v0.1.0 already exists on org/twice" in again.stderr
+    assert "it holds exactly this release, nothing to do" in again.stderr
+    changed = make_release(tmp_path / "changed", test_rows=8)  # differs: pm_base/test, blueprints/test, manifest
+    different = publish(hub, changed, "org/twice")
+    assert different.returncode == 1 and "it holds different content (3 files differ, 0 extra)" in different.stderr
     kinds = [r["kind"] for r in requests(hub, before)]
     assert not {"preupload", "lfs_put", "commit", "tag"} & set(kinds), kinds
 

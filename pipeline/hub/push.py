@@ -110,8 +110,11 @@ def push_release(
 ) -> PushResult:
     """Upload what the remote lacks, delete stale files, confirm, then create ``tag`` once."""
     if (tagged := existing_tag(api, repo_id, tag)) is not None:
-        raise TagExists(f"tag {tag} already exists on {repo_id} (commit {tagged[:12]}); a published version is "
-                        "never rewritten: bump the release version to publish changes")
+        left, extra = differences(files, remote_files(api, repo_id, tagged))
+        state = ("it holds exactly this release, nothing to do" if not (left or extra)
+                 else f"it holds different content ({len(left)} files differ, {len(extra)} extra)")
+        raise TagExists(f"tag {tag} already exists on {repo_id} (commit {tagged[:12]}; {state}); a published "
+                        "version is never rewritten: bump the release version to publish changes")
     result = PushResult()
     to_upload, stale = differences(files, remote_files(api, repo_id, "main"))
     result.skipped = [f.path for f in files if f not in to_upload]
