@@ -70,15 +70,20 @@ def distractor_check(injected_texts: Iterable[str], gold_slots: Sequence[str]) -
     for slot in gold_slots:
         slot_words |= content_words(slot)
     slots = [slot for slot in gold_slots if slot and slot.strip()]
+    lowered_slots = [slot.strip().lower() for slot in slots]
     injected = sharing = mentioning = 0
     shared_words: set[str] = set()
     for text in injected_texts:
         injected += 1
-        common = content_words(text) & slot_words
-        if common:
-            sharing += 1
-            shared_words |= common
-        if any(mentions(text, slot) for slot in slots):
+        # Substring prefilters (exact: a content word or a whole-word mention is also a substring of
+        # the lowercased text) spare tokenising and regex scans of the long distractor turns.
+        lowered = text.lower()
+        if any(word in lowered for word in slot_words):
+            common = content_words(text) & slot_words
+            if common:
+                sharing += 1
+                shared_words |= common
+        if any(low in lowered and mentions(text, slot) for low, slot in zip(lowered_slots, slots)):
             mentioning += 1
     return DistractorCheck(injected, sharing, mentioning, tuple(sorted(shared_words)))
 

@@ -87,9 +87,11 @@ def similarity_heatmap(semantic: pl.DataFrame, model: str, path: Path) -> bool:
                         for p in PAIR_LABELS] for d in dimensions], dtype=float)
     fig, ax = plt.subplots(figsize=(6.5, 1.2 + 0.6 * len(dimensions)))
     image = ax.imshow(matrix, cmap="viridis", vmin=np.nanmin(matrix) - 0.05, vmax=np.nanmax(matrix) + 0.05, aspect="auto")
+    middle = (np.nanmin(matrix) + np.nanmax(matrix)) / 2
     for (i, j), value in np.ndenumerate(matrix):
         if not np.isnan(value):
-            ax.text(j, i, f"{value:.3f}", ha="center", va="center", color="white", fontsize=9)
+            ax.text(j, i, f"{value:.3f}", ha="center", va="center", fontsize=9,
+                    color="black" if value > middle else "white")
     ax.set_xticks(range(len(PAIR_LABELS)), list(PAIR_LABELS.values()))
     ax.set_yticks(range(len(dimensions)), [DIMENSION_NAMES.get(d, d) for d in dimensions])
     ax.set_title(f"Mean cosine similarity (implicit, base, Pos-Clean)\n{model}", fontsize=9)

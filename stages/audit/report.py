@@ -135,7 +135,6 @@ def write_report(result: AuditResult, out_dir: Path) -> list[str]:
     from stages.audit.plots import write_plots
 
     plots = write_plots(result, out_dir)
-    stats = result.embed_stats
     parts = [
         "# Leakage audit",
         "",
@@ -143,10 +142,11 @@ def write_report(result: AuditResult, out_dir: Path) -> list[str]:
         + ("" if result.embedding.is_paper_model else " — a fallback; the paper used BAAI/bge-base-en-v1.5, so absolute cosines are not directly comparable."),
         f"- Stopwords: {result.stopwords}; words shorter than {result.min_word_length} characters dropped "
         "(`pipeline.text.content_words`, the blueprint lint's function).",
-        f"- Rows audited: {result.rows.height}; distinct texts embedded: {stats.distinct} "
-        f"({stats.cached} from the embedding cache).",
+        f"- Rows audited: {result.rows.height}; base rows embedded: "
+        f"{result.rows.filter(pl.col('cos_ct').is_not_null()).height}.",
         "- Lexical: constraint side = union of the content words of all constraint turns; Jaccard = |C∩T|/|C∪T|, "
         "overlap coefficient = |C∩T|/min(|C|,|T|); ± is the population standard deviation over rows.",
+        "- Both splits (test and dev) are pooled in the tables; `rows.parquet` gives each row's split.",
         "- Semantic (base context): each utterance embedded alone, unit-normalised; C-T averaged over constraint "
         "turns, C-Θ / T-Θ over filler turns (both roles), Θ-Θ over distinct filler pairs.",
         "",

@@ -139,7 +139,10 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
     semantic_rows = _grouped(base_records, SEMANTIC_KEYS, semantic.summarize)
     semantic_table = _round_floats(pl.DataFrame([r | {"model": loaded.choice.name} for r in semantic_rows]))
     rows_frame = pl.from_arrow(pa.Table.from_pylist(records, schema=ROW_SCHEMA))
-    result = AuditResult(lexical_table, semantic_table, rows_frame, loaded.choice, embedder.stats, Path(out_dir), [])
+    stats = embedder.stats
+    log.info("audit: %d rows; %d distinct texts, %d from the embedding cache, %d encoded in %.1f s",
+             len(records), stats.distinct, stats.cached, stats.encoded, stats.encode_seconds)
+    result = AuditResult(lexical_table, semantic_table, rows_frame, loaded.choice, stats, Path(out_dir), [])
     result.files = write_outputs(result, Path(out_dir))
     return result
 
