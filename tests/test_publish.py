@@ -1,7 +1,7 @@
 """``triggerbench publish`` over real HTTP against the project's Hub-compatible test server.
 
 The server (``tests/servers/hub.py``) runs in its own process, stores repos as git repos and
-logs every request; publishes run as ``python -m pipeline.publish`` subprocesses with
+logs every request; publishes run as ``python -m pipeline publish`` subprocesses with
 ``HF_ENDPOINT`` pointing at it (``HF_HUB_DISABLE_XET=1``: the server speaks the LFS protocol).
 Test releases are written here in the real layout (parquet + card + manifest with sha256s).
 """
@@ -94,11 +94,11 @@ def hub(tmp_path_factory: pytest.TempPathFactory):
 
 def publish(hub: dict, release: Path, repo_id: str, *extra: str, env: dict | None = None,
             home: Path | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m pipeline.publish`` against the test Hub with the recognisable token."""
+    """Run ``python -m pipeline publish`` (= ``triggerbench publish``) against the test Hub with the recognisable token."""
     full = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
     full.update({"HF_ENDPOINT": hub["url"], "HF_TOKEN": SECRET, "HF_HUB_DISABLE_XET": "1",
                  "HF_HOME": str(home or hub["root"].parent / "hf_home"), **(env or {})})
-    result = subprocess.run([sys.executable, "-m", "pipeline.publish", str(release), "--repo-id", repo_id, *extra],
+    result = subprocess.run([sys.executable, "-m", "pipeline", "publish", str(release), "--repo-id", repo_id, *extra],
                             cwd=REPO, env=full, capture_output=True, text=True, timeout=600)
     hub["outputs"].append(result.stdout + result.stderr)
     return result
