@@ -289,3 +289,11 @@ def test_release_without_card_configs_is_read_from_data_folders(build_audit: Any
     result = run_audit(bare, tmp_path / "out", cache_dir=tmp_path / "cache")
     assert result.lexical.equals(build_audit.lexical)
     assert set(result.rows["config"]) == {"pm_base", "pm_20k", "explicit_base"}
+
+
+def test_cli_unloadable_embedding_model_is_a_clear_error(release: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert _cli([str(release), "--out", str(tmp_path / "out"), "--embedding-model", "no-such-org/no-model"]) == 1
+    error = capsys.readouterr().err
+    assert "no-such-org/no-model" in error and "Traceback" not in error
+    assert not (tmp_path / "out").exists()

@@ -113,6 +113,7 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
     returns the tables as an :class:`AuditResult`.
     """
     release = open_source(source, revision)
+    loaded = load_embedding_model(embedding_model)  # before reading, so a bad --embedding-model fails fast
     records: list[dict[str, Any]] = []
     base_rows: list[tuple[int, dict[str, Any]]] = []
     for config in release.configs:
@@ -121,7 +122,6 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
             if record["context"] == "base":
                 base_rows.append((len(records), row))
             records.append(record)
-    loaded = load_embedding_model(embedding_model)
     embedder = Embedder(loaded, cache_dir if cache_dir is not None else default_cache_dir())
     try:
         similarities = semantic.audit_rows([row for _, row in base_rows], embedder)
