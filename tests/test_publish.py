@@ -244,6 +244,20 @@ def test_verification_reports_a_row_count_that_differs_from_the_manifest(hub, tm
     assert "verification FAILED" in result.stderr
 
 
+def test_private_repo_is_hidden_from_anonymous_readers_and_verified_with_the_token(hub, tmp_path):
+    import urllib.error
+    import urllib.request
+
+    release = make_release(tmp_path / "releases")
+    result = publish(hub, release, "org/secret", "--private")
+    assert result.returncode == 0, result.stderr
+    assert "verification passed for org/secret@v0.1.0" in result.stdout
+    assert (hub["root"] / "datasets" / "org" / "secret" / ".git" / "hub-private").read_text() == "1"
+    with pytest.raises(urllib.error.HTTPError) as anonymous:
+        urllib.request.urlopen(f"{hub['url']}/api/datasets/org/secret/refs", timeout=10)
+    assert anonymous.value.code == 404
+
+
 def test_changed_or_extra_files_are_refused_before_any_request(hub, tmp_path):
     release = make_release(tmp_path / "releases")
     shard = release / "data/pm_base/test-00000-of-00001.parquet"
@@ -295,7 +309,7 @@ def test_dry_run_python_api_reports_the_plan(tmp_path):
 def test_token_never_appears_in_output_logs_or_written_files(hub, tmp_path):
     """Runs after the publishes above (same server): searches every output and every stored byte."""
     release = make_release(tmp_path / "releases", version="0.2.0")
-    publish(hub, release, "org/bench", home=tmp_path / "home")
+    publish(hub, release, "org/bench", home=tmp_path / "home", env={"HF_DEBUG": "1"})
     publish(hub, release, "org/bench", "--dry-run", home=tmp_path / "home")
     for text in hub["outputs"]:
         assert SECRET not in text
