@@ -99,8 +99,9 @@ class ItemCache:
         self._conn.close()
 
 
-def item_result_to_json(result: list[Item] | Any) -> dict[str, Any]:
-    """Encode a map-stage result (items or a Drop) for the item cache."""
+def item_result_to_json(result: list[Item | Dropped] | Any) -> dict[str, Any]:
+    """Encode a map-stage result (items, possibly with dropped derived items, or a Drop)."""
     if isinstance(result, list):
-        return {"items": result}
+        return {"items": [x for x in result if isinstance(x, dict)],
+                "dropped": [x.as_json() for x in result if isinstance(x, Dropped)]}
     return {"drop": result.reason, "detail": result.detail}

@@ -141,10 +141,12 @@ def _run_map(stage: MapStage, inputs: dict[str, list[dict]], ctx: StageContext, 
             cache.put(key, stored)
         if "drop" in stored:
             output.dropped.append(Dropped(item["id"], stored["drop"], stored.get("detail", "")))
-        elif not stored["items"]:
-            output.dropped.append(Dropped(item["id"], "no-output", "the stage produced nothing for this item"))
-        else:
+            continue
+        output.dropped.extend(Dropped(d["id"], d["reason"], d.get("detail", "")) for d in stored.get("dropped", []))
+        if stored["items"]:
             output.items.extend(stored["items"])
+        elif not stored.get("dropped"):
+            output.dropped.append(Dropped(item["id"], "no-output", "the stage produced nothing for this item"))
     cache.flush()
     return output
 

@@ -146,8 +146,12 @@ class MapStage(Stage):
         """Prepare shared state (lookup tables, corpora) before the first item."""
 
     @abstractmethod
-    def process(self, item: Item, ctx: StageContext) -> list[Item] | Drop:
-        """Map one input item to its output items, or drop it with a reason."""
+    def process(self, item: Item, ctx: StageContext) -> list[Item | Dropped] | Drop:
+        """Map one input item to its output items, or drop it with a reason.
+
+        When one input yields several outputs, some of them may be dropped on their own:
+        return them as :class:`Dropped` entries (with the derived item's id) among the items.
+        """
 
     def run(self, inputs: dict[str, list[Item]], ctx: StageContext) -> StageOutput:
         """Uncached reference implementation; the runner uses its cached equivalent."""
@@ -159,5 +163,6 @@ class MapStage(Stage):
             if isinstance(result, Drop):
                 out.dropped.append(Dropped(item["id"], result.reason, result.detail))
             else:
-                out.items.extend(result)
+                out.items.extend(x for x in result if isinstance(x, dict))
+                out.dropped.extend(x for x in result if isinstance(x, Dropped))
         return out

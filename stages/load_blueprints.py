@@ -33,9 +33,9 @@ def corpus_digest(root: Path) -> str:
     return combine(*(f"{p.relative_to(root).as_posix()}:{sha256_file(p)}" for p in files))
 
 
-def _load(ctx: StageContext) -> Corpus:
+def _load(ctx: StageContext, lint: bool = True) -> Corpus:
     root = Path(ctx.environment["blueprints_dir"])
-    corpus = load_corpus([root])
+    corpus = load_corpus([root], lint=lint)
     if corpus.problems:
         listing = "\n".join(str(p) for p in corpus.problems[:200])
         raise BlueprintProblems(f"{len(corpus.problems)} problem(s) in {root}:\n{listing}")
@@ -75,6 +75,6 @@ class LoadFillers(Stage):
         return ("blueprints_digest",)
 
     def run(self, inputs: dict, ctx: StageContext) -> StageOutput:
-        corpus = _load(ctx)
+        corpus = _load(ctx, lint=False)  # load_blueprints lints the corpus
         items = [{"id": f"topic:{topic}", "pool": pool.model_dump(mode="json")} for topic, pool in sorted(corpus.fillers.items())]
         return StageOutput(items=items)

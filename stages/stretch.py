@@ -13,8 +13,10 @@ attention-recovery interruption). The base dialogue's tail (topic filler, the Ne
 resolving turn, the trigger) stays as in the base row, so constraint and trigger text are
 byte-identical to the base and the resolving turn stays close to the trigger.
 Snippets mentioning a gold slot of the blueprint are skipped (``gold-slot``); the rest are
-drawn in a seeded order and added while they fit, so each row lands within 1% of its
-target. Token counts are sums of per-snippet counts, never a re-tokenization.
+drawn in a seeded order and added whole while they fit; a remaining gap is closed with the
+leading exchanges of further snippets, so each row lands within 1% of its target. A
+blueprint whose source cannot reach a length is dropped (``pool-too-small``). Token counts
+are sums of per-snippet counts, never a re-tokenization.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline import tokenizer
 from pipeline.blueprints.schema import TIME_FORMAT
-from pipeline.stage import Drop, Item, MapStage, StageContext
+from pipeline.stage import Drop, Dropped, Item, MapStage, StageContext
 from pipeline.text import mentions
 from stages.variants import explicit_turns, render_messages, variant_turns
 
@@ -88,17 +90,22 @@ class Stretch(MapStage):
 
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         self.by_source: dict[str, list[Item]] = {}
+        self.lowered: dict[str, str] = {}
         for snippet in side_inputs["distractor_pool"]:
             self.by_source.setdefault(snippet["source"], []).append(snippet)
+            self.lowered[snippet["id"]] = "\n".join(content for _, content in snippet["messages"]).lower()
         self.routes = ctx.environment["distractors"]["routes"]
 
-    def process(self, item: Item, ctx: StageContext) -> list[Item] | Drop:
+    def _mentions_slot(self, snippet: Item, slots: list[str]) -> bool:
+        text = self.lowered[snippet["id"]]
+        return any(slot.lower() in text and mentions(text, slot) for slot in slots)
+
+    def process(self, item: Item, ctx: StageContext) -> list[Item | Dropped] | Drop:
         bp = item["blueprint"]
         source = self.routes.get(f"{bp['dimension']}/{bp['subtype']}") or self.routes.get(bp["dimension"])
         if source is None:
             return Drop("no-distractor-source", f"no source configured for {bp['dimension']}")
-        candidates = [s for s in self.by_source.get(source, [])
-                      if not any(mentions(content, slot) for _, content in s["messages"] for slot in bp["gold_slots"])]
+        candidates = [s for s in self.by_source.get(source, []) if not self._mentions_slot(s, bp["gold_slots"])]
         filtered = {"gold-slot": len(self.by_source.get(source, [])) - len(candidates)}
         low, high = base_token_range(item)
         turns = item["turns"]
@@ -112,19 +119,21 @@ class Stretch(MapStage):
             rng = ctx.rng(item["id"], str(length))
             order = list(range(len(candidates)))
             rng.shuffle(order)
-            chosen, injected = _fill(candidates, order, length - (low + high) // 2, prefix_tokens(t_prev))
-            user_count = sum(1 for i in chosen for role, _ in candidates[i]["messages"] if role == "user")
+            chosen = _fill(candidates, order, length - (low + high) // 2, prefix_tokens(t_prev))
+            user_count = sum(1 for i, n in chosen for role, _ in candidates[i]["messages"][:n] if role == "user")
             stamps = _timestamps(t_prev, t_next, user_count)
-            injected = sum(sum(candidates[i]["tokens"]) for i in chosen) + sum(prefix_tokens(s) for s in stamps)
+            injected = sum(sum(candidates[i]["tokens"][:n]) for i, n in chosen) + sum(prefix_tokens(s) for s in stamps)
+            plan_id = f"{item['id']}@{context_name(length)}"
             if not (abs(low + injected - length) <= TOLERANCE * length and abs(high + injected - length) <= TOLERANCE * length):
-                return Drop("pool-too-small", f"{source}: reached {low + injected} of {length} tokens")
+                plans.append(Dropped(plan_id, "pool-too-small", f"{source}: reached {low + injected} of {length} tokens"))
+                continue
             plans.append({
-                "id": f"{item['id']}@{context_name(length)}",
+                "id": plan_id,
                 "blueprint_id": item["id"],
                 "context": context_name(length),
                 "source": source,
                 "insert_index": at,
-                "snippets": [candidates[i]["id"] for i in chosen],
+                "snippets": [[candidates[i]["id"], n] for i, n in chosen],
                 "timestamps": stamps,
                 "injected_tokens": injected,
                 "filtered": filtered,
@@ -133,18 +142,38 @@ class Stretch(MapStage):
         return plans
 
 
-def _fill(candidates: list[Item], order: list[int], budget: int, prefix: int) -> tuple[list[int], int]:
-    """Add snippets in ``order`` while they fit in ``budget`` tokens."""
-    chosen, used = [], 0
+def _exchange_costs(snippet: Item, prefix: int) -> list[int]:
+    tokens = snippet["tokens"]
+    return [tokens[k] + tokens[k + 1] + prefix for k in range(0, len(tokens) - 1, 2)]
+
+
+def _fill(candidates: list[Item], order: list[int], budget: int, prefix: int) -> list[tuple[int, int]]:
+    """(snippet index, messages taken): whole snippets in ``order`` while they fit, then, if a gap
+    remains, the longest leading run of whole exchanges of the remaining snippets that fits."""
+    chosen: list[tuple[int, int]] = []
+    used = 0
+    leftovers = []
     for index in order:
-        messages = candidates[index]["messages"]
-        cost = sum(candidates[index]["tokens"]) + prefix * sum(1 for role, _ in messages if role == "user")
+        cost = sum(_exchange_costs(candidates[index], prefix))
         if used + cost <= budget:
-            chosen.append(index)
+            chosen.append((index, len(candidates[index]["messages"])))
             used += cost
             if budget - used < 16:
+                return chosen
+        else:
+            leftovers.append(index)
+    for index in leftovers:
+        taken = 0
+        for cost in _exchange_costs(candidates[index], prefix):
+            if used + cost > budget:
                 break
-    return chosen, used
+            used += cost
+            taken += 2
+        if taken:
+            chosen.append((index, taken))
+        if budget - used < 16:
+            break
+    return chosen
 
 
 def _timestamps(start: str, end: str, count: int) -> list[str]:
@@ -158,8 +187,8 @@ def materialize(row: dict, plan: Item, snippets: dict[str, Item]) -> dict:
     """The long-context row: the base row with the plan's snippets injected."""
     injected: list[dict] = []
     stamps = iter(plan["timestamps"])
-    for snippet_id in plan["snippets"]:
-        for role, content in snippets[snippet_id]["messages"]:
+    for snippet_id, taken in plan["snippets"]:
+        for role, content in snippets[snippet_id]["messages"][:taken]:
             injected.append({"role": role, "content": f"[{next(stamps)}] {content}" if role == "user" else content})
     at = plan["insert_index"]
     size = len(injected)

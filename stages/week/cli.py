@@ -31,6 +31,10 @@ class WeekFileError(ValueError):
     """A week file that cannot be loaded; the message names the file and field."""
 
 
+class WeekCommandError(ValueError):
+    """Arguments that parse but cannot be honoured (no LLM endpoint, unknown day)."""
+
+
 def load_week(path: Path) -> Week:
     """Read and type-check a ``week.json`` (raises :class:`WeekFileError` or OSError)."""
     try:
@@ -61,7 +65,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sco.add_argument("--week", type=Path, required=True)
     sco.add_argument("--json", action="store_true", help="print one JSON object")
     play = sub.add_parser("play", help="run a reference policy through the runtime and log its trajectory")
-    play.add_argument("--policy", choices=sorted(POLICIES), required=True)
+    play.add_argument("--policy", choices=sorted(POLICIES) + ["llm"], required=True,
+                      help="a reference policy, or llm (an OpenAI-compatible endpoint)")
     play.add_argument("--week", type=Path, required=True)
     play.add_argument("--out", type=Path, required=True, help="trajectory JSONL to write")
     play.add_argument("--heartbeat", choices=("off", "optional", "auto30", "auto60"), default="off")
@@ -69,6 +74,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     play.add_argument("--max-handles", type=int, default=8, help="handles allowed per choose (0 = no limit)")
     play.add_argument("--run-id", default=None, help="run id (default: the policy name)")
     play.add_argument("--append", action="store_true", help="append to --out instead of replacing it")
+    play.add_argument("--max-turns", type=int, default=12, help="turns per step before it advances with no action")
+    play.add_argument("--days", type=int, nargs="+", help="play only these days (1-7); scored on them only")
+    play.add_argument("--llm-base-url", help="endpoint for --policy llm (default: $OPENAI_BASE_URL)")
+    play.add_argument("--llm-model", help="model for --policy llm (default: $OPENAI_MODEL or the only served one)")
+    play.add_argument("--llm-cache", type=Path, help="SQLite cache of LLM answers (default: none)")
+    play.add_argument("--context-tokens", type=int, default=6000, help="conversation budget of --policy llm")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     commands = {"generate": _generate, "validate": _validate, "stats": _stats, "score": _score, "play": _play}
     try:
         return commands[args.week_command](args)
-    except (WeekFileError, TrajectoryError, ScoringError, GenerationError) as exc:
+    except (WeekFileError, WeekCommandError, TrajectoryError, ScoringError, GenerationError) as exc:
         print(f"error: {exc}", file=sys.stderr)
     except OSError as exc:
         print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
@@ -172,11 +183,28 @@ def _score(args: argparse.Namespace) -> int:
 def _play(args: argparse.Namespace) -> int:
     week = _checked_week(args.week)
     cap = args.max_handles or None
-    policy = make_policy(args.policy, week, cap)
-    config = RuntimeConfig(heartbeat=args.heartbeat, ledger=args.ledger, max_handles=cap)
+    days = tuple(sorted(set(args.days))) if args.days else None
+    if days and not set(days) <= {d.index for d in week.days}:
+        raise WeekCommandError(f"{args.week}: --days {' '.join(map(str, days))} names a day the week does not have")
+    config = RuntimeConfig(heartbeat=args.heartbeat, ledger=args.ledger, max_handles=cap,
+                           max_turns_per_step=max(1, args.max_turns), days=days)
+    policy = _llm_agent(args, week, config) if args.policy == "llm" else make_policy(args.policy, week, cap)
     events = run_week(week, policy, config, run_id=args.run_id or args.policy)
     write_trajectory(args.out, events, append=args.append)
     report = score_trajectory(week, events)
     print(f"{args.out}: {args.policy} Set-F1 {report['micro']['set_f1']:.4f} "
           f"(TP {report['micro']['tp']} FP {report['micro']['fp']} FN {report['micro']['fn']})")
     return 0
+
+
+def _llm_agent(args: argparse.Namespace, week: Week, config: RuntimeConfig) -> object:
+    """An :class:`LLMAgent` on the endpoint from the flags or the environment."""
+    from pipeline.llm import LLMClient
+    from stages.week.llm_agent import LLMAgent
+    from stages.week.protocol import system_prompt
+
+    client = LLMClient.from_settings(base_url=args.llm_base_url, model=args.llm_model, cache_path=args.llm_cache)
+    if client is None:
+        raise WeekCommandError("--policy llm needs an endpoint: pass --llm-base-url or set OPENAI_BASE_URL")
+    prompt = system_prompt([c.name for c in week.channels], config.heartbeat, config.ledger, config.max_handles)
+    return LLMAgent(client, prompt, context_tokens=args.context_tokens)

@@ -29,6 +29,7 @@ class RuntimeConfig:
     ledger: bool = False
     max_handles: int | None = 8
     max_turns_per_step: int = 12
+    days: tuple[int, ...] | None = None  # play only these days (a smoke run); None = the whole week
 
 
 @dataclass
@@ -95,16 +96,19 @@ def run_week(week: Week, agent: Agent, config: RuntimeConfig = RuntimeConfig(), 
     channels = [c.name for c in week.channels]
     events: list[dict[str, Any]] = [{
         "type": "run_start", "run_id": run_id, "week_id": week.id, "week_sha256": week.digest(),
-        "agent": agent.name, "config": asdict(config),
+        "agent": agent.name, "config": {**asdict(config), "days": list(config.days) if config.days else None},
         "system_prompt": system_prompt(channels, config.heartbeat, config.ledger, config.max_handles)}]
     state = _RunState()
     for day in week.days:
+        if config.days is not None and day.index not in config.days:
+            continue
         if config.heartbeat in ("auto30", "auto60"):
             state.heartbeat_minutes = int(config.heartbeat[4:])
         state.heartbeat_since = to_minutes(DAY_START) - 1 if state.heartbeat_minutes else None
         for step in day.steps:
             events += _play_step(ix, day, step, agent, config, state, channels, run_id)
-    events.append({"type": "run_end", "run_id": run_id, "steps": len(ix.steps), "protocol_errors": state.errors})
+    played = sum(len(d.steps) for d in week.days if config.days is None or d.index in config.days)
+    events.append({"type": "run_end", "run_id": run_id, "steps": played, "protocol_errors": state.errors})
     return events
 
 
@@ -130,12 +134,11 @@ def _play_step(ix: WeekIndex, day: Day, step: Step, agent: Agent, config: Runtim
         try:
             raw = agent.act(message)
         except Exception as exc:  # noqa: BLE001 - an agent failure is recorded, never fatal to the run
-            raw, error = "", f"agent raised {exc.__class__.__name__}: {exc}"
-        else:
-            error = None
-        action = None
-        if error is None:
-            action, error = parse_action(raw, channels, set(menu), config.max_handles, config.ledger)
+            state.errors += 1
+            events.append({**base, "type": "protocol_error", "raw": "",
+                           "error": f"agent raised {exc.__class__.__name__}: {exc}"[:2000]})
+            continue  # the same observation is offered again
+        action, error = parse_action(raw, channels, set(menu), config.max_handles, config.ledger)
         if action is not None and action.kind == "set_heartbeat" and config.heartbeat != "optional":
             action, error = None, "set_heartbeat is only available in the optional-heartbeat mode"
         if action is None:

@@ -129,12 +129,28 @@ def _selections(ix: WeekIndex, run_id: str, events: list[dict[str, Any]], score:
     return chosen
 
 
+def _scope(run_id: str, events: list[dict[str, Any]]) -> set[int] | None:
+    """The days a run played (``config.days`` of its ``run_start``), None for the whole week."""
+    start = next((e for e in events if e.get("type") == "run_start"), {})
+    days = (start.get("config") or {}).get("days")
+    if days is None:
+        return None
+    if not isinstance(days, list) or not all(isinstance(d, int) for d in days):
+        raise ScoringError(f"run {run_id}: config.days must be a list of day numbers")
+    return set(days)
+
+
 def score_run(ix: WeekIndex, run_id: str, agent: str, events: list[dict[str, Any]]) -> RunScore:
-    """Replay one run's events against the week's due sets."""
+    """Replay one run's events against the week's due sets (only the days it played, if scoped)."""
     score = RunScore(run_id, agent)
+    days = _scope(run_id, events)
     chosen = _selections(ix, run_id, events, score)
     completed: dict[str, str] = {}
     for step_id in sorted(ix.order, key=ix.order.__getitem__):
+        if days is not None and ix.steps[step_id].day not in days:
+            if step_id in chosen:
+                raise ScoringError(f"run {run_id} step {step_id}: choose outside the run's days {sorted(days)}")
+            continue
         if step_id not in chosen:
             score.missing_steps += 1
         due, picked = set(ix.due_sets[step_id]), set(chosen.get(step_id, []))
@@ -161,6 +177,8 @@ def score_run(ix: WeekIndex, run_id: str, agent: str, events: list[dict[str, Any
                 if task is not None and _is_stale(ix, ref, step_id):
                     score.update_violations += 1
     for task_id in ix.scored_task_ids():
+        if days is not None and ix.tasks[task_id].day not in days:
+            continue
         on_time = completed.get(task_id) == ix.due_step_of.get(task_id)
         if task_id not in completed:
             score.misses += 1
