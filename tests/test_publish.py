@@ -258,6 +258,56 @@ def test_private_repo_is_hidden_from_anonymous_readers_and_verified_with_the_tok
     assert anonymous.value.code == 404
 
 
+def reshard(release: Path, shards: int) -> None:
+    """Rewrite pm_base/test as ``shards`` files (``test-0000i-of-0000n``) and update the manifest."""
+    folder = release / "data" / "pm_base"
+    rows = pq.read_table(folder / "test-00000-of-00001.parquet").to_pylist()
+    (folder / "test-00000-of-00001.parquet").unlink()
+    manifest = json.loads((release / "manifest.json").read_text())
+    del manifest["files"]["data/pm_base/test-00000-of-00001.parquet"]
+    names = []
+    for index in range(shards):
+        name = f"data/pm_base/test-{index:05d}-of-{shards:05d}.parquet"
+        pq.write_table(pa.Table.from_pylist(rows[index::shards]), release / name, compression="zstd")
+        manifest["files"][name] = sha256(release / name)
+        names.append(name)
+    manifest["configs"]["pm_base"]["test"]["files"] = names
+    (release / "manifest.json").write_text(json.dumps(manifest, sort_keys=True, indent=2))
+
+
+def test_next_version_replaces_stale_shards_and_old_tag_still_loads(hub, tmp_path):
+    old = make_release(tmp_path / "releases", version="0.1.0", test_rows=6)
+    new = make_release(tmp_path / "releases", version="0.2.0", test_rows=9)
+    reshard(new, 2)
+    assert publish(hub, old, "org/versions", "--no-verify").returncode == 0
+    result = publish(hub, new, "org/versions")
+    assert result.returncode == 0, result.stderr
+    assert "deleting 1 stale" in result.stdout and "pm_base/test: 9 rows reloaded, manifest 9 [ok]" in result.stdout
+    git_dir = hub["root"] / "datasets" / "org" / "versions"
+    listed = {tag: subprocess.run(["git", "ls-tree", "-r", "--name-only", tag, "data/pm_base"], cwd=git_dir,
+                                  capture_output=True, text=True, check=True).stdout.split()
+              for tag in ("v0.1.0", "v0.2.0")}
+    assert listed["v0.1.0"] == ["data/pm_base/dev-00000-of-00001.parquet", "data/pm_base/test-00000-of-00001.parquet"]
+    assert listed["v0.2.0"] == ["data/pm_base/dev-00000-of-00001.parquet", "data/pm_base/test-00000-of-00002.parquet",
+                                "data/pm_base/test-00001-of-00002.parquet"]
+    script = ("import datasets, json; print(json.dumps([datasets.load_dataset('org/versions', 'pm_base', "
+              "revision=t, split='test').num_rows for t in ('v0.1.0', 'v0.2.0')]))")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_TOKEN")}
+    env.update({"HF_ENDPOINT": hub["url"], "HF_HOME": str(tmp_path / "reader_home")})
+    loaded = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert json.loads(loaded.stdout.strip().splitlines()[-1]) == [6, 9]
+
+
+def test_git_blob_id_matches_git_itself(tmp_path):
+    from pipeline.hub.release_files import ReleaseFile
+
+    path = tmp_path / "card.md"
+    path.write_bytes(b"---\nlicense: mit\n---\n# caf\xc3\xa9\n")
+    expected = subprocess.run(["git", "hash-object", str(path)], capture_output=True, text=True, check=True).stdout.strip()
+    assert ReleaseFile("card.md", path, path.stat().st_size, sha256(path)).git_blob_id() == expected
+
+
 def test_changed_or_extra_files_are_refused_before_any_request(hub, tmp_path):
     release = make_release(tmp_path / "releases")
     shard = release / "data/pm_base/test-00000-of-00001.parquet"
