@@ -1,50 +1,47 @@
-"""An LLM agent plays a PM-Bench day over real HTTP (llama.cpp server with SmolLM2-135M)."""
+"""An LLM agent plays PM-Bench steps over real HTTP (llama.cpp server with SmolLM2-135M).
+
+A 135M model mostly answers with prose, so this checks the protocol, not the model: every
+reply becomes an action or a recorded protocol error, every step ends with a choose, the run
+is scored, and the API key never reaches the trajectory.
+"""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 
-from stages.week import cli
-from stages.week.generator import generate_week
-from stages.week.model import dump_week
+from pipeline.llm import LLMClient, LLMConfig
+from stages.week.llm_agent import LLMAgent
+from stages.week.protocol import system_prompt
+from stages.week.runtime import RuntimeConfig, read_trajectory, run_week, write_trajectory
+from stages.week.scorer import score_trajectory
 from tests.servers.llama import LlamaServer, llama_server  # noqa: F401 - the fixture
+from tests.test_week_scorer import a4_week
 
 pytestmark = pytest.mark.llm
 
 
-def _cli(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="triggerbench week")
-    cli.configure(parser)
-    return cli.run(parser.parse_args(list(argv)))
-
-
-def test_llm_agent_plays_one_day(llama_server: LlamaServer, tmp_path: Path, monkeypatch,  # noqa: F811
-                                 capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-week-test-secret")
-    week = generate_week(0)
-    week_file = tmp_path / "week.json"
-    week_file.write_text(dump_week(week))
-    traj = tmp_path / "llm.jsonl"
-    code = _cli("play", "--policy", "llm", "--week", str(week_file), "--out", str(traj), "--days", "1",
-                "--max-turns", "2", "--context-tokens", "1800", "--llm-base-url", llama_server.base_url)
-    assert code == 0, capsys.readouterr().err
-    events = [json.loads(line) for line in traj.read_text().splitlines()]
-    assert "sk-week-test-secret" not in traj.read_text()
-    start = events[0]
-    assert start["type"] == "run_start" and start["agent"] == f"llm:{llama_server.model}"
-    assert start["config"]["days"] == [1] and "State [channel]" in start["system_prompt"] or "State [" in start[
-        "system_prompt"]
-    day1 = [s.id for s in week.days[0].steps]
-    assert [e["step_id"] for e in events if e["type"] == "choose"] == day1
-    turns = [e for e in events if e["type"] in ("choose", "query", "protocol_error")]
-    assert len(turns) <= 2 * len(day1)  # at most --max-turns replies per step
-    capsys.readouterr()
-    assert _cli("score", str(traj), "--week", str(week_file), "--json") == 0
-    run = json.loads(capsys.readouterr().out)["runs"][0]
-    due_day1 = len({t.id for t in week.tasks if t.day == 1} - {u.task_id for u in week.updates if u.kind == "cancel"})
-    assert run["tp"] + run["fn"] == due_day1
-    assert run["missing_steps"] == 0 and run["protocol_errors"] == sum(e["type"] == "protocol_error" for e in events)
+def test_llm_agent_plays_through_the_runtime(llama_server: LlamaServer, tmp_path: Path) -> None:  # noqa: F811
+    week = a4_week()  # one day, three steps, three tasks due at the second step
+    secret = "sk-week-test-secret"
+    client = LLMClient(LLMConfig(base_url=llama_server.base_url, api_key=secret, timeout=300))
+    config = RuntimeConfig(max_turns_per_step=2)
+    prompt = system_prompt([c.name for c in week.channels], config.heartbeat, config.ledger, config.max_handles)
+    agent = LLMAgent(client, prompt, context_tokens=1200, max_tokens=48)
+    events = run_week(week, agent, config, run_id="smollm2")
+    path = tmp_path / "llm.jsonl"
+    write_trajectory(path, events)
+    assert secret not in path.read_text()
+    loaded = read_trajectory(path)
+    assert loaded[0]["agent"] == f"llm:{llama_server.model}" and loaded[0]["system_prompt"] == prompt
+    assert [e["step_id"] for e in loaded if e["type"] == "choose"] == ["d1_s01", "d1_s02", "d1_s03"]
+    replies = [e for e in loaded if e["type"] in ("choose", "query", "protocol_error") and not e.get("forced")]
+    assert 3 <= len(replies) <= 2 * 3  # at most two replies per step
+    assert client.stats.as_dict()["requests"] >= len(replies)  # retries under load may add requests
+    assert all(turn[0] in ("user", "assistant") for turn in agent.turns)
+    run = score_trajectory(week, loaded)["runs"][0]
+    assert run["tp"] + run["fn"] == 3 and run["missing_steps"] == 0
+    assert run["protocol_errors"] == sum(e["type"] == "protocol_error" for e in loaded)
+    assert json.loads(json.dumps(run)) == run

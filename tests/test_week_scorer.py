@@ -61,14 +61,14 @@ def _run(week: Week, run_id: str, picks: dict[str, list[str]]) -> list[dict[str,
     return events
 
 
-def _a4_week() -> Week:
+def a4_week() -> Week:
     tasks = [_event("budget_note", 1), _event("moved_calendar_call", 1, source="calendar"),
              _event("manager_checkin", 1)]
     return _week(["09:00", "10:00", "11:00"], tasks, {t.id: 1 for t in tasks}, [])
 
 
 def test_paper_compact_scoring_example() -> None:
-    week = _a4_week()
+    week = a4_week()
     first_two = _run(week, "first-two", {"d1_s02": ["budget_note", "moved_calendar_call"]})
     with_irrelevant = _run(week, "with-irrelevant", {"d1_s02": ["budget_note", "lure_irrelevant"]})
     report = score_trajectory(week, first_two + with_irrelevant)
@@ -132,7 +132,7 @@ def test_dependency_respected_when_prerequisite_done_first() -> None:
 
 
 def test_trajectory_errors_name_run_and_step() -> None:
-    week = _a4_week()
+    week = a4_week()
     events = _run(week, "r", {})
     events[2]["task_ids"] = ["task_99"]
     with pytest.raises(ScoringError, match=r"run r step d1_s02: handles task_99"):
