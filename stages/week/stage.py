@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+import stages.week as week_package
+from pipeline.hashing import combine, source_digest
 from pipeline.stage import Item, Stage, StageContext, StageOutput
 from stages.week.generator import generate_week
 from stages.week.oracle import audit_week
@@ -31,6 +33,10 @@ class PMBenchWeekStage(Stage):
     inputs = ()
     Params = WeekParams
     version = "1"
+
+    def code_version(self) -> str:
+        """Digest of the whole ``stages/week`` package (generator, content pools, validator...)."""
+        return combine(self.version, source_digest(week_package))
 
     def run(self, inputs: dict[str, list[Item]], ctx: StageContext) -> StageOutput:
         """Generate (seeded by ``week_seed``), re-validate, audit, and return the single item."""
