@@ -169,3 +169,16 @@ def test_reference_policies(policy: str) -> None:
     else:
         assert r["fp"] > r["tp"] > 0 and r["precision"] < 0.2
         assert r["protocol_errors"] == 0
+
+
+def test_runs_scoped_to_some_days_are_scored_on_those_days_only() -> None:
+    week = _default_week()
+    events = run_week(week, make_policy("oracle", week), RuntimeConfig(days=(2, 5)), run_id="two-days")
+    assert {e["day"] for e in events if e["type"] == "choose"} == {2, 5}
+    r = score_trajectory(week, events)["runs"][0]
+    canceled = {u.task_id for u in week.updates if u.kind == "cancel"}
+    due = [t for t in week.tasks if t.day in (2, 5) and t.id not in canceled]
+    assert (r["tp"], r["fp"], r["fn"], r["missing_steps"]) == (len(due), 0, 0, 0)
+    stray = dict(events[-2], step_id="d1_s01", day=1)
+    with pytest.raises(ScoringError, match="outside the run's days"):
+        score_trajectory(week, events[:-1] + [stray])
