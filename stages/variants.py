@@ -18,8 +18,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from pydantic import BaseModel, ConfigDict
+
 from pipeline import tokenizer
 from pipeline.stage import Item, MapStage, StageContext
+from stages.generate.rm import RMParams, generate_probe
 
 Turns = list[dict]
 RM_DIMENSIONS = ("state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery")
@@ -85,9 +88,18 @@ def explicit_turns(dialogue: Item, turns: Turns) -> Turns | None:
     return _with(turns, index, content=text)
 
 
+class VariantParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    llm: RMParams = RMParams()
+
+
 class Variants(MapStage):
     name = "variants"
     inputs = ("dialogues",)
+    Params = VariantParams
+
+    def environment_keys(self) -> tuple[str, ...]:
+        return ("llm",)
 
     def process(self, item: Item, ctx: StageContext) -> list[Item]:
         counts: dict[str, int] = {}
@@ -106,7 +118,12 @@ class Variants(MapStage):
             if explicit is not None:
                 rows.append(_pm_row(item, variant, "explicit", explicit, resolution, provenance, count))
         if item["blueprint"]["dimension"] in RM_DIMENSIONS and item["blueprint"].get("rm"):
-            rows.append(_rm_row(item, provenance, count))
+            probe, rm_provenance = None, provenance
+            if ctx.services.get("llm") is not None:  # generated + oracle-verified probe (stages/generate/rm.py)
+                probe, record = _llm_probe(item, ctx, self.params.llm)
+                rm_provenance = json.dumps({**json.loads(provenance), "rm_probe": record,
+                                            "prompt_hash": record["attempts"][-1]["prompt_hash"]}, sort_keys=True)
+            rows.append(_rm_row(item, rm_provenance, count, probe))
         return rows
 
 
@@ -143,9 +160,20 @@ def _pm_row(item: Item, variant: str, form: str, turns: Turns, resolution: int |
     }
 
 
-def _rm_row(item: Item, provenance: str, count: Callable[[str], int]) -> Item:
+def _llm_probe(item: Item, ctx: StageContext, params: RMParams) -> tuple[dict | None, dict]:
+    turns = item["turns"]
+    texts = [t["content"] for t in turns if t["role"] == "user" and t["kind"] in ("constraint", "interruption")]
+
+    def ask(question: str) -> list[dict]:
+        return render_messages(_with(turns, len(turns) - 1, content=f"{turns[-1]['content']} {question}"))
+
+    return generate_probe(item, texts, ask, ctx, ctx.services["llm"], params)
+
+
+def _rm_row(item: Item, provenance: str, count: Callable[[str], int], probe: dict | None = None) -> Item:
     bp, turns = item["blueprint"], item["turns"]
-    question = bp["rm"]["question"]
+    rm = probe or bp["rm"]
+    question = rm["question"]
     asked = _with(turns, len(turns) - 1, content=f"{turns[-1]['content']} {question}")
     messages = render_messages(asked)
     return {
@@ -158,8 +186,8 @@ def _rm_row(item: Item, provenance: str, count: Callable[[str], int]) -> Item:
         "context": "base",
         "messages": messages,
         "question": question,
-        "reference_answer": bp["rm"]["answer"],
-        "answer_aliases": bp["rm"]["aliases"],
+        "reference_answer": rm["answer"],
+        "answer_aliases": rm["aliases"],
         "constraint_turns": constraint_indices(asked),
         "n_tokens": sum(count(m["content"]) for m in messages),
         "n_turns": len(messages),

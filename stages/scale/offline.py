@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict
 from pipeline.blueprints.rules import check_rendered
 from pipeline.blueprints.schema import Blueprint, to_json
 from pipeline.blueprints.slots import Choice, all_choices, render
-from pipeline.stage import Drop, Item, MapStage, StageContext
+from pipeline.stage import Drop, Dropped, Item, MapStage, StageContext
+from stages.scale.llm import LLMScaleParams, LLMScaler
 
 MAX_ENUMERATED = 4096
 
@@ -22,6 +23,7 @@ MAX_ENUMERATED = 4096
 class ScaleParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     max_per_seed: int = 8
+    llm: LLMScaleParams = LLMScaleParams()
 
 
 class Scale(MapStage):
@@ -34,9 +36,14 @@ class Scale(MapStage):
     def environment_keys(self) -> tuple[str, ...]:
         return ("llm",)
 
-    def process(self, item: Item, ctx: StageContext) -> list[Item] | Drop:
+    def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
+        self.llm_scaler = LLMScaler(self.params.llm, self.params.max_per_seed, self.code_version())
+
+    def process(self, item: Item, ctx: StageContext) -> list[Item | Dropped] | Drop:
         seed = Blueprint.model_validate(item["blueprint"])
         choices = _draw_choices(seed, self.params.max_per_seed, ctx)
+        if ctx.services.get("llm") is not None:  # the LLM writes new blueprints (stages/scale/llm.py)
+            return self.llm_scaler.scale(item, ctx, ctx.services["llm"], choices)
         out, failures = [], []
         for index, choice in enumerate(choices):
             scaled_id = f"{seed.id}--s{index:02d}"
