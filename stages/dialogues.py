@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.stage import Drop, Item, MapStage, StageContext
 from pipeline.text import mentions
+from stages.generate.fillers import FillerGenerator, FillerParams
 
 DEFAULT_FILLER = {
     "state_tracking": (6, 8),
@@ -34,6 +35,7 @@ class DialogueParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     filler_exchanges: dict[str, tuple[int, int]] = DEFAULT_FILLER
     max_leading_exchanges: int = 2
+    llm: FillerParams = FillerParams()
 
 
 class Dialogues(MapStage):
@@ -41,8 +43,13 @@ class Dialogues(MapStage):
     inputs = ("split", "load_fillers")
     Params = DialogueParams
 
+    def environment_keys(self) -> tuple[str, ...]:
+        return ("llm", "blueprints_digest")
+
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         self.pools = {item["pool"]["topic"]: item["pool"]["exchanges"] for item in side_inputs["load_fillers"]}
+        llm = ctx.services.get("llm") is not None  # with an LLM, fillers are written by stages/generate/fillers.py
+        self.filler_llm = FillerGenerator.create(self.params.llm, side_inputs["load_fillers"], ctx) if llm else None
 
     def process(self, item: Item, ctx: StageContext) -> list[Item] | Drop:
         bp = item["blueprint"]
@@ -57,7 +64,11 @@ class Dialogues(MapStage):
             return Drop("too-little-filler", f"topic {bp['topic']!r} has {len(clean)} slot-free exchanges, need {wanted}")
         picked = rng.sample(clean, wanted)
         leading = min(rng.randint(0, self.params.max_leading_exchanges), max(0, wanted - 2))
-        turns = _layout(bp, [pool[i] for i in picked], leading, rng.random())
+        exchanges, filler_ids, generated = [pool[i] for i in picked], [f"{bp['topic']}#{i}" for i in picked], {}
+        if self.filler_llm is not None:
+            exchanges, filler_ids, record = self.filler_llm.replace(item, exchanges, filler_ids, ctx, ctx.services["llm"])
+            generated = {"fillers": record}
+        turns = _layout(bp, exchanges, leading, rng.random())
         _assign_times(turns)
         resolution_index = next((i for i, t in enumerate(turns) if t["role"] == "marker"), None)
         turns = [t for t in turns if t["role"] != "marker"]
@@ -68,8 +79,8 @@ class Dialogues(MapStage):
             "blueprint": bp,
             "turns": turns,
             "resolution_index": resolution_index,
-            "filler_ids": [f"{bp['topic']}#{i}" for i in picked],
-            "provenance": {**item["provenance"], "dialogues": self.code_version()[:12]},
+            "filler_ids": filler_ids,
+            "provenance": {**item["provenance"], "dialogues": self.code_version()[:12], **generated},
         }]
 
 
