@@ -11,8 +11,6 @@ import logging
 import os
 import platform
 import time
-from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -21,16 +19,17 @@ from typing import Any
 import pipeline
 from pipeline import registry
 from pipeline.cache import ArtifactStore, ItemCache
-from pipeline.card import render_card
+from pipeline import assemble, card_sections
+from pipeline.card import front_matter, render_card
 from pipeline.config import REPO_ROOT, BuildConfig, load_config
+from pipeline.llm import LLMClient
 from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult, run_stages, select
-from pipeline.schemas import schema_for
 from pipeline.stage import Stage, StageContext
 from pipeline.stats import RowStats
 from stages.distractors.resolve import default_dir, resolve
 from stages.load_blueprints import corpus_digest
-from stages.stretch import materialize
+from stages.audit import run_audit
 
 log = logging.getLogger("triggerbench")
 TOOLS = ("datasets", "huggingface-hub", "pyarrow", "polars", "tiktoken", "sentence-transformers", "torch", "openai", "pydantic")
@@ -73,17 +72,11 @@ def _setup_log(cache_dir: Path) -> tuple[Path, logging.Handler]:
     return path, handler
 
 
-def environment(config: BuildConfig, base: Path, options: BuildOptions) -> dict[str, Any]:
+def environment(config: BuildConfig, base: Path, llm: LLMClient | None) -> dict[str, Any]:
     """Facts outside items and parameters that change outputs (part of fingerprints)."""
     blueprints_dir = config.blueprints_path(base)
-    llm = "offline-rules"
-    if options.llm_base_url:
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(options.llm_base_url)
-        llm = {"endpoint": f"{parts.scheme}://{parts.hostname}{':' + str(parts.port) if parts.port else ''}{parts.path}",
-               "model": options.llm_model}
-    return {"blueprints_dir": str(blueprints_dir), "blueprints_digest": corpus_digest(blueprints_dir), "llm": llm}
+    return {"blueprints_dir": str(blueprints_dir), "blueprints_digest": corpus_digest(blueprints_dir),
+            "llm": llm.environment() if llm else "offline-rules"}
 
 
 def distractor_environment(config: BuildConfig, base: Path, options: BuildOptions) -> dict[str, Any]:
@@ -110,14 +103,17 @@ def build(options: BuildOptions) -> BuildOutcome:
     cache_dir = options.cache_dir or default_cache_dir()
     log_file, handler = _setup_log(cache_dir)
     try:
-        env = environment(config, base, options)
+        llm = LLMClient.from_settings(base_url=options.llm_base_url, model=options.llm_model,
+                                      cache_path=cache_dir / "llm" / "requests.sqlite")
+        env = environment(config, base, llm)
         stages = select(registry.build_stages(config, options.limit), options.only)
         if any(stage.name == "distractor_pool" for stage in stages):
             env["distractors"] = distractor_environment(config, base, options)
         log.info("build %s seed %d: %d stages, cache %s", config.version, config.seed, len(stages), cache_dir)
 
         def make_context(stage: Stage) -> StageContext:
-            return StageContext(seed=config.seed, stage=stage.name, environment=env, log=log)
+            return StageContext(seed=config.seed, stage=stage.name, environment=env,
+                                services={"llm": llm} if llm else {}, log=log)
 
         items = ItemCache(cache_dir / "items.sqlite")
         try:
@@ -126,7 +122,7 @@ def build(options: BuildOptions) -> BuildOutcome:
             items.close()
         release = None
         if not options.only:
-            release = write_release(config, run, options.out, env)
+            release = write_release(config, run, options.out, env, cache_dir)
             log.info("release written to %s", release)
         seconds = time.monotonic() - started
         computed = [r.name for r in run.records if not r.cached]
@@ -147,37 +143,6 @@ def _tool_versions() -> dict[str, str]:
     return versions
 
 
-def _blueprint_rows(items: Iterable[dict]) -> dict[str, list[dict]]:
-    import json
-
-    rows: dict[str, list[dict]] = defaultdict(list)
-    for item in items:
-        bp = item["blueprint"]
-        negative, explicit, rm = bp.get("negative") or {}, bp.get("explicit") or {}, bp.get("rm") or {}
-        rows[item["split"]].append({
-            "id": item["id"], "seed_id": item["seed_id"], "dimension": bp["dimension"], "subtype": bp["subtype"],
-            "domain": bp["domain"], "topic": bp["topic"], "cwe": bp.get("cwe"),
-            "constraints": [c["text"] for c in bp["constraints"]], "trigger": bp["trigger"]["text"],
-            "overload": bp["overload"], "negative_kind": negative.get("kind"), "negative_text": negative.get("text"),
-            "explicit_method": explicit.get("method"), "explicit_text": explicit.get("text"),
-            "reference_intent": bp["reference_intent"], "gold_slots": bp["gold_slots"],
-            "rm_question": rm.get("question"), "rm_answer": rm.get("answer"), "rm_aliases": rm.get("aliases"),
-            "slot_choice": json.dumps(item["slot_choice"], sort_keys=True),
-            "blueprint": json.dumps(bp, sort_keys=True, ensure_ascii=False),
-            "provenance": json.dumps(item["provenance"], sort_keys=True),
-        })
-    return rows
-
-
-def _group_rows(items: Iterable[dict]) -> dict[tuple[str, str], list[dict]]:
-    grouped: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for row in items:
-        grouped[(row["config"], row["split"])].append(row)
-    for rows in grouped.values():
-        rows.sort(key=lambda r: r["id"])
-    return grouped
-
-
 def _fallbacks(env: dict[str, Any]) -> dict[str, Any]:
     distractors = env.get("distractors", {})
     return {
@@ -187,34 +152,17 @@ def _fallbacks(env: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _write_long_configs(writer: ReleaseWriter, stats: RowStats, base_groups: dict, run: RunResult) -> None:
-    """Materialize ``pm_*k``, ``rm_*k`` and ``explicit_40k`` from base rows and stretch plans."""
-    plans = {(p["blueprint_id"], p["context"]): p for p in run.outputs["stretch"].items}
-    snippets = {s["id"]: s for s in run.outputs["distractor_pool"].items}
-    contexts = sorted({context for _, context in plans}, key=lambda c: int(c[:-1]))
-    families = [("pm", "pm_base", contexts), ("rm", "rm_base", contexts), ("explicit", "explicit_base", ["40k"])]
-    for family, base_config, wanted in families:
-        for context in wanted:
-            name = f"{family}_{context}"
-            for split in ("test", "dev"):
-                rows = base_groups.get((base_config, split), [])
-                long_rows = (materialize(row, plans[(row["blueprint_id"], context)], snippets)
-                             for row in rows if (row["blueprint_id"], context) in plans)
-                writer.write_config(name, split, schema_for(name), long_rows, observe=stats.observer(name))
-
-
-def write_release(config: BuildConfig, run: RunResult, out: Path, env: dict[str, Any]) -> Path:
-    """Write every config, exclusions, card and manifest; atomically."""
+def write_release(config: BuildConfig, run: RunResult, out: Path, env: dict[str, Any], cache_dir: Path) -> Path:
+    """Write every config, the week, the audits, exclusions, card and manifest; atomically."""
     writer = ReleaseWriter(out, config.version)
     stats = RowStats()
     try:
-        for split, rows in sorted(_blueprint_rows(run.outputs["split"].items).items()):
-            writer.write_config("blueprints", split, schema_for("blueprints"), rows)
-        base_groups = _group_rows(run.outputs["variants"].items)
-        for (name, split), rows in sorted(base_groups.items()):
-            writer.write_config(name, split, schema_for(name), rows, observe=stats.observer(name))
+        log.info("writing release %s to %s", config.version, writer.staging)
+        base_groups = assemble.write_base_configs(writer, stats, run)
         if "stretch" in run.outputs:
-            _write_long_configs(writer, stats, base_groups, run)
+            assemble.write_long_configs(writer, stats, base_groups, run)
+        if "pmbench_week" in run.outputs:
+            assemble.write_week(writer, run)
         for name, output in run.outputs.items():
             if output.dropped:
                 writer.write_jsonl(f"exclusions/{name}.jsonl", (d.as_json() for d in output.dropped))
@@ -228,7 +176,20 @@ def write_release(config: BuildConfig, run: RunResult, out: Path, env: dict[str,
             "tools": _tool_versions(),
             "stages": [record.manifest_entry() for record in run.records],
         }
-        writer.write_text("README.md", render_card(manifest, writer.configs, stats, sections={}))
+        sections = {}
+        log.info("release data written (%d configs); running the leakage audit", len(writer.configs))
+        writer.write_text("README.md", front_matter(writer.configs, config.license))
+        audit = run_audit(writer.staging, writer.staging / "audits", cache_dir=cache_dir / "embeddings")
+        log.info("audit done with %s", audit.embedding_model)
+        manifest["fallbacks"]["embedding_model"] = audit.embedding_model
+        sections["Leakage audit"] = audit.card_markdown()
+        sections["Distractor corpora"] = (card_sections.distractor_provenance(manifest["fallbacks"]["distractor_sources"])
+                                          + "\n" + assemble.distractor_section(run))
+        sections["Loading"] = card_sections.loading_instructions(None, config.version)
+        sections["Changelog"] = card_sections.changelog(assemble.previous_manifest(out, config.version),
+                                                        {**manifest, "configs": writer.configs})
+        sections["Citation"] = card_sections.citation_blocks()
+        writer.write_text("README.md", render_card(manifest, writer.configs, stats, sections))
         return writer.finish(manifest)
     except BaseException:
         writer.abort()

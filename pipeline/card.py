@@ -55,7 +55,8 @@ def render_card(manifest: dict[str, Any], configs: dict[str, dict[str, Any]], st
         parts.append(f"\n### `{config}`\n")
         parts.append(stats.shape_table(config))
     for title, body in sections.items():
-        parts.append(f"\n## {title}\n")
+        if not body.lstrip().startswith("## "):  # sections that bring their own heading keep it
+            parts.append(f"\n## {title}\n")
         parts.append(body.rstrip() + "\n")
     parts.append("\n## How it was built\n")
     parts.append(f"Seed {manifest['seed']}, pipeline {manifest['pipeline_version']}. Offline fallbacks used:\n")

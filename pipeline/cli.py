@@ -100,7 +100,7 @@ def _run_validate(args: argparse.Namespace) -> int:
                 if isinstance(value, dict):
                     print(f"{key}:")
                     for name, count in value.items():
-                        print(f"  {name:48s} {count:4d}")
+                        print(f"  {name:48s} {count:>4}")
                 else:
                     print(f"{key}: {value}")
     if corpus.problems:

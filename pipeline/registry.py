@@ -10,13 +10,16 @@ audits -> release.
 | scale | stages/scale/offline.py | seed -> scaled blueprints (slot filling) |
 | dedupe | stages/scale/dedupe.py | scaled -> kept (near-duplicates and over-target dropped) |
 | split | stages/split.py | kept -> kept with test/dev by seed family |
+| oracle_sufficiency | stages/oracles/sufficiency.py | constraint+trigger skeleton must be solvable (LLM judge, or rules offline) |
+| oracle_necessity | stages/oracles/necessity.py | the trigger alone must not give the intervention away |
 | dialogues | stages/dialogues.py | blueprint -> base dialogue skeleton |
 | variants | stages/variants.py | dialogue -> pm_base / explicit_base / rm_base rows |
 | distractor_pool | stages/distractors/pool.py | MultiWOZ / OpenThoughts / MATH / agent trajectories -> time-free snippets |
 | stretch | stages/stretch.py | dialogue -> one injection plan per target length (materialized at release) |
+| pmbench_week | stages/week/stage.py | PM-Bench seed -> the validated, perfect-play-audited week |
 
 The audit (``stages/audit``) runs on the written release; the release writer is
-``pipeline/release.py``, driven by ``pipeline/build.py``.
+``pipeline/release.py``, fed by ``pipeline/assemble.py`` and driven by ``pipeline/build.py``.
 """
 
 from __future__ import annotations
@@ -28,13 +31,15 @@ from pipeline.stage import Stage
 from stages.dialogues import Dialogues
 from stages.distractors.pool import DistractorPool
 from stages.load_blueprints import LoadBlueprints, LoadFillers
+from stages.oracles import OracleNecessity, OracleSufficiency
 from stages.scale import Dedupe, Scale
 from stages.split import Split
 from stages.stretch import Stretch
+from stages.week.stage import PMBenchWeekStage
 from stages.variants import Variants
 
 STAGE_CLASSES: tuple[type[Stage], ...] = (
-    LoadBlueprints, LoadFillers, Scale, Dedupe, Split, Dialogues, Variants, DistractorPool, Stretch,
+    LoadBlueprints, LoadFillers, Scale, Dedupe, Split, OracleSufficiency, OracleNecessity, Dialogues, Variants, DistractorPool, Stretch, PMBenchWeekStage,
 )
 
 

@@ -61,8 +61,6 @@ class ReleaseWriter:
 
         def flush() -> None:
             nonlocal batch, batch_bytes
-            if not batch and temp_paths:
-                return
             path = folder / f".{split}-{len(temp_paths):05d}.tmp"
             table = pa.Table.from_pylist(batch, schema=schema)
             pq.write_table(table, path, compression="zstd", compression_level=6, write_statistics=False)
@@ -77,8 +75,10 @@ class ReleaseWriter:
             count += 1
             if batch_bytes >= SHARD_BYTES or len(batch) >= SHARD_ROWS:
                 flush()
-        if batch or not temp_paths:
+        if batch:
             flush()
+        if count == 0:  # datasets cannot read a zero-row parquet file: an empty split is not written
+            return 0
         files = []
         for index, temp in enumerate(temp_paths):
             name = f"{split}-{index:05d}-of-{len(temp_paths):05d}.parquet"

@@ -20,6 +20,8 @@ from pipeline.hashing import combine, sha256_json
 from pipeline.stage import Drop, Dropped, MapStage, Stage, StageContext, StageOutput
 
 log = logging.getLogger("triggerbench")
+_LLM_COUNTERS = ("requests", "cache_hits", "retries", "rate_limited", "transient_errors", "repairs", "failures",
+                 "prompt_tokens", "completion_tokens")
 
 
 @dataclass
@@ -111,6 +113,9 @@ def run_stages(stages: list[Stage], make_context: Any, store: ArtifactStore, ite
             seconds=seconds,
             extra={k: v for k, v in output.stats.items() if k in {"llm", "filters"}},
         )
+        if cached and "llm" in record.extra:  # nothing was sent this time: the artifact was reused
+            record.extra["llm"] = {**record.extra["llm"], **{key: 0 for key in _LLM_COUNTERS if key in record.extra["llm"]},
+                                   "reused_artifact": True}
         if not cached:
             log.info("stage %-16s done in %.1fs: %d in, %d out, %d dropped", stage.name, seconds, record.items_in,
                      record.items_out, len(output.dropped))

@@ -72,6 +72,7 @@ BLUEPRINT_SCHEMA = pa.schema([
     ("slot_choice", pa.string()),
     ("blueprint", pa.string()),
     ("provenance", pa.string()),
+    ("oracles", pa.string()),
 ])
 
 

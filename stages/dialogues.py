@@ -1,6 +1,6 @@
 """``dialogues``: a scaled blueprint -> its base dialogue skeleton.
 
-In: ``split`` items (main) and ``load_fillers`` (side). Out: one item per blueprint with
+In: scaled blueprints that passed the oracles (main) and ``load_fillers`` (side). Out: one item per blueprint with
 ``turns`` (role, content without timestamp, ``at`` for user turns, ``kind`` in
 constraint / interruption / filler / trigger) and ``resolution_index`` (where a
 Neg-Clean resolving turn goes). The layout: 0-2 filler exchanges, the constraint turn
@@ -23,11 +23,11 @@ from pipeline.text import mentions
 from stages.generate.fillers import FillerGenerator, FillerParams
 
 DEFAULT_FILLER = {
-    "state_tracking": (6, 8),
-    "temporal_grounding": (6, 8),
-    "logical_adherence": (6, 8),
-    "attention_recovery": (4, 5),
-    "safe_coding": (2, 4),
+    "state_tracking": (7, 9),
+    "temporal_grounding": (8, 9),
+    "logical_adherence": (7, 8),
+    "attention_recovery": (5, 6),
+    "safe_coding": (3, 5),
 }
 
 
@@ -40,7 +40,7 @@ class DialogueParams(BaseModel):
 
 class Dialogues(MapStage):
     name = "dialogues"
-    inputs = ("split", "load_fillers")
+    inputs = ("oracle_necessity", "load_fillers")
     Params = DialogueParams
 
     def environment_keys(self) -> tuple[str, ...]:
@@ -80,7 +80,8 @@ class Dialogues(MapStage):
             "turns": turns,
             "resolution_index": resolution_index,
             "filler_ids": filler_ids,
-            "provenance": {**item["provenance"], "dialogues": self.code_version()[:12], **generated},
+            "provenance": {**item["provenance"], "dialogues": self.code_version()[:12], "oracles": item.get("oracles"),
+                           **generated},
         }]
 
 

@@ -13,8 +13,8 @@ attention-recovery interruption). The base dialogue's tail (topic filler, the Ne
 resolving turn, the trigger) stays as in the base row, so constraint and trigger text are
 byte-identical to the base and the resolving turn stays close to the trigger.
 Snippets mentioning a gold slot of the blueprint are skipped (``gold-slot``); the rest are
-drawn in a seeded order and added whole while they fit; a remaining gap is closed with the
-leading exchanges of further snippets, so each row lands within 1% of its target. A
+drawn in a seeded order and added whole while they fit; a remaining gap is closed with runs
+of consecutive whole exchanges of further snippets, so each row lands within 1% of its target. A
 blueprint whose source cannot reach a length is dropped (``pool-too-small``). Token counts
 are sums of per-snippet counts, never a re-tokenization.
 """
@@ -120,9 +120,9 @@ class Stretch(MapStage):
             order = list(range(len(candidates)))
             rng.shuffle(order)
             chosen = _fill(candidates, order, length - (low + high) // 2, prefix_tokens(t_prev))
-            user_count = sum(1 for i, n in chosen for role, _ in candidates[i]["messages"][:n] if role == "user")
+            user_count = sum((end - start) // 2 for _, start, end in chosen)
             stamps = _timestamps(t_prev, t_next, user_count)
-            injected = sum(sum(candidates[i]["tokens"][:n]) for i, n in chosen) + sum(prefix_tokens(s) for s in stamps)
+            injected = sum(sum(candidates[i]["tokens"][start:end]) for i, start, end in chosen) + sum(map(prefix_tokens, stamps))
             plan_id = f"{item['id']}@{context_name(length)}"
             if not (abs(low + injected - length) <= TOLERANCE * length and abs(high + injected - length) <= TOLERANCE * length):
                 plans.append(Dropped(plan_id, "pool-too-small", f"{source}: reached {low + injected} of {length} tokens"))
@@ -133,7 +133,7 @@ class Stretch(MapStage):
                 "context": context_name(length),
                 "source": source,
                 "insert_index": at,
-                "snippets": [[candidates[i]["id"], n] for i, n in chosen],
+                "snippets": [[candidates[i]["id"], start, end] for i, start, end in chosen],
                 "timestamps": stamps,
                 "injected_tokens": injected,
                 "filtered": filtered,
@@ -147,33 +147,44 @@ def _exchange_costs(snippet: Item, prefix: int) -> list[int]:
     return [tokens[k] + tokens[k + 1] + prefix for k in range(0, len(tokens) - 1, 2)]
 
 
-def _fill(candidates: list[Item], order: list[int], budget: int, prefix: int) -> list[tuple[int, int]]:
-    """(snippet index, messages taken): whole snippets in ``order`` while they fit, then, if a gap
-    remains, the longest leading run of whole exchanges of the remaining snippets that fits."""
-    chosen: list[tuple[int, int]] = []
+def _fill(candidates: list[Item], order: list[int], budget: int, prefix: int) -> list[tuple[int, int, int]]:
+    """(snippet index, first message, end message) picks: whole snippets in ``order`` while they fit,
+    then, while a gap remains, the longest run of consecutive whole exchanges of a further snippet
+    that fits in it."""
+    chosen: list[tuple[int, int, int]] = []
     used = 0
     leftovers = []
     for index in order:
-        cost = sum(_exchange_costs(candidates[index], prefix))
-        if used + cost <= budget:
-            chosen.append((index, len(candidates[index]["messages"])))
-            used += cost
+        costs = _exchange_costs(candidates[index], prefix)
+        if used + sum(costs) <= budget:
+            chosen.append((index, 0, 2 * len(costs)))
+            used += sum(costs)
             if budget - used < 16:
                 return chosen
         else:
             leftovers.append(index)
     for index in leftovers:
-        taken = 0
-        for cost in _exchange_costs(candidates[index], prefix):
-            if used + cost > budget:
-                break
-            used += cost
-            taken += 2
-        if taken:
-            chosen.append((index, taken))
+        start, end, size = _longest_run(_exchange_costs(candidates[index], prefix), budget - used)
+        if size:
+            chosen.append((index, 2 * start, 2 * end))
+            used += size
         if budget - used < 16:
             break
     return chosen
+
+
+def _longest_run(costs: list[int], limit: int) -> tuple[int, int, int]:
+    """The run of consecutive exchanges with the largest total not above ``limit``: (start, end, total)."""
+    best = (0, 0, 0)
+    left, total = 0, 0
+    for right, cost in enumerate(costs):
+        total += cost
+        while total > limit and left <= right:
+            total -= costs[left]
+            left += 1
+        if total > best[2]:
+            best = (left, right + 1, total)
+    return best
 
 
 def _timestamps(start: str, end: str, count: int) -> list[str]:
@@ -187,8 +198,8 @@ def materialize(row: dict, plan: Item, snippets: dict[str, Item]) -> dict:
     """The long-context row: the base row with the plan's snippets injected."""
     injected: list[dict] = []
     stamps = iter(plan["timestamps"])
-    for snippet_id, taken in plan["snippets"]:
-        for role, content in snippets[snippet_id]["messages"][:taken]:
+    for snippet_id, start, end in plan["snippets"]:
+        for role, content in snippets[snippet_id]["messages"][start:end]:
             injected.append({"role": role, "content": f"[{next(stamps)}] {content}" if role == "user" else content})
     at = plan["insert_index"]
     size = len(injected)

@@ -206,6 +206,24 @@ def _check_fillers(corpus: Corpus) -> None:
                 f"topic {blueprint.topic!r} has {clean} exchanges free of this blueprint's slots; need {MIN_CLEAN_EXCHANGES}"))
 
 
+PAPER_ZERO_OVERLAP = {"state_tracking": 94, "temporal_grounding": 98, "logical_adherence": 5,
+                      "attention_recovery": 96, "safe_coding": 58}  # TriggerBench Table 8, percent
+
+
+def zero_overlap_share(corpus: Corpus) -> dict[str, str]:
+    """Per dimension: share of seeds (own rendering) whose constraint(s) and trigger share no content word."""
+    from pipeline.blueprints.slots import render
+    from pipeline.text import content_words
+
+    shares: dict[str, list[bool]] = {}
+    for sourced in corpus.blueprints:
+        bp = render(sourced.blueprint)
+        constraint = set().union(*(content_words(t.text) for t in bp.constraints))
+        shares.setdefault(bp.dimension, []).append(not (constraint & content_words(bp.trigger.text)))
+    return {dim: f"{100 * sum(v) / len(v):.0f}% of {len(v)} (paper: {PAPER_ZERO_OVERLAP[dim]}%)"
+            for dim, v in sorted(shares.items())}
+
+
 def corpus_summary(corpus: Corpus) -> dict[str, Any]:
     """Counts per dimension, subtype, domain and CWE group (for ``validate --stats``)."""
     from collections import Counter
@@ -219,4 +237,5 @@ def corpus_summary(corpus: Corpus) -> dict[str, Any]:
         "cwe": dict(sorted(Counter(f"{b.subtype}:{b.cwe}" for b in bps if b.cwe).items())),
         "filler_topics": len(corpus.fillers),
         "filler_exchanges": sum(len(p.exchanges) for p in corpus.fillers.values()),
+        "zero_overlap": zero_overlap_share(corpus),
     }

@@ -1,0 +1,133 @@
+"""What goes into a release: stage outputs -> configs, week, audits, card sections.
+
+In: a :class:`~pipeline.runner.RunResult`. Out: calls on a :class:`~pipeline.release.ReleaseWriter`
+(``write_config``, ``write_text``) and markdown sections for the dataset card.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pipeline.release import ReleaseWriter
+from pipeline.runner import RunResult
+from pipeline.schemas import schema_for
+from pipeline.stats import DIMENSION_ORDER, RowStats
+from stages.stretch import materialize
+
+
+def blueprint_rows(items: Iterable[dict]) -> dict[str, list[dict]]:
+    """The ``blueprints`` config: one row per scaled blueprint, by split."""
+    rows: dict[str, list[dict]] = defaultdict(list)
+    for item in items:
+        bp = item["blueprint"]
+        negative, explicit, rm = bp.get("negative") or {}, bp.get("explicit") or {}, bp.get("rm") or {}
+        rows[item["split"]].append({
+            "id": item["id"], "seed_id": item["seed_id"], "dimension": bp["dimension"], "subtype": bp["subtype"],
+            "domain": bp["domain"], "topic": bp["topic"], "cwe": bp.get("cwe"),
+            "constraints": [c["text"] for c in bp["constraints"]], "trigger": bp["trigger"]["text"],
+            "overload": bp["overload"], "negative_kind": negative.get("kind"), "negative_text": negative.get("text"),
+            "explicit_method": explicit.get("method"), "explicit_text": explicit.get("text"),
+            "reference_intent": bp["reference_intent"], "gold_slots": bp["gold_slots"],
+            "rm_question": rm.get("question"), "rm_answer": rm.get("answer"), "rm_aliases": rm.get("aliases"),
+            "slot_choice": json.dumps(item["slot_choice"], sort_keys=True),
+            "blueprint": json.dumps(bp, sort_keys=True, ensure_ascii=False),
+            "provenance": json.dumps(item["provenance"], sort_keys=True),
+            "oracles": json.dumps(item.get("oracles"), sort_keys=True),
+        })
+    return rows
+
+
+def group_rows(items: Iterable[dict]) -> dict[tuple[str, str], list[dict]]:
+    """Rows by (config, split), sorted by id."""
+    grouped: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in items:
+        grouped[(row["config"], row["split"])].append(row)
+    for rows in grouped.values():
+        rows.sort(key=lambda r: r["id"])
+    return grouped
+
+
+def write_base_configs(writer: ReleaseWriter, stats: RowStats, run: RunResult) -> dict[tuple[str, str], list[dict]]:
+    for split, rows in sorted(blueprint_rows(run.outputs["oracle_necessity"].items).items()):
+        writer.write_config("blueprints", split, schema_for("blueprints"), rows)
+    groups = group_rows(run.outputs["variants"].items)
+    for (name, split), rows in sorted(groups.items()):
+        writer.write_config(name, split, schema_for(name), rows, observe=stats.observer(name))
+    return groups
+
+
+def write_long_configs(writer: ReleaseWriter, stats: RowStats, base_groups: dict, run: RunResult) -> None:
+    """Materialize ``pm_*k``, ``rm_*k`` and ``explicit_40k`` from base rows and stretch plans, streaming."""
+    plans = {(p["blueprint_id"], p["context"]): p for p in run.outputs["stretch"].items}
+    snippets = {s["id"]: s for s in run.outputs["distractor_pool"].items}
+    contexts = sorted({context for _, context in plans}, key=lambda c: int(c[:-1]))
+    families = [("pm", "pm_base", contexts), ("rm", "rm_base", contexts), ("explicit", "explicit_base", ["40k"])]
+    for family, base_config, wanted in families:
+        for context in wanted:
+            name = f"{family}_{context}"
+            for split in ("test", "dev"):
+                rows = base_groups.get((base_config, split), [])
+                long_rows = (materialize(row, plans[(row["blueprint_id"], context)], snippets)
+                             for row in rows if (row["blueprint_id"], context) in plans)
+                writer.write_config(name, split, schema_for(name), long_rows, observe=stats.observer(name))
+
+
+def write_week(writer: ReleaseWriter, run: RunResult) -> None:
+    """``week/week.json`` and the flattened ``pmbench_week*`` configs."""
+    from stages.week.release import week_configs
+
+    week = run.outputs["pmbench_week"].items[0]["week"]
+    writer.write_text("week/week.json", json.dumps(week, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    for name, (schema, rows) in sorted(week_configs(week).items()):
+        writer.write_config(name, "test", schema, rows)
+
+
+def distractor_section(run: RunResult) -> str:
+    """Drop counts per filter and source (pool), and unfillable lengths per dimension (stretch)."""
+    if "distractor_pool" not in run.outputs:
+        return ""
+    filters = run.outputs["distractor_pool"].stats.get("filters", {})
+    lines = ["Snippets are runs of whole user/assistant exchanges cut from each corpus. An exchange holding a time "
+             "expression is dropped (timestamps stay consistent); a snippet naming a blueprint's gold slot is never "
+             "injected into that blueprint's rows.\n",
+             "| source | conversations | exchanges dropped: time expression | dropped: too long | snippets | "
+             "skipped for a gold slot (blueprint x snippet) |", "|---|---|---|---|---|---|"]
+    stretch = run.outputs.get("stretch")
+    gold: Counter[str] = Counter()
+    seen: set[str] = set()
+    for plan in stretch.items if stretch else []:
+        if plan["blueprint_id"] not in seen:
+            seen.add(plan["blueprint_id"])
+            gold[plan["source"]] += plan["filtered"]["gold-slot"]
+    for source, counts in sorted(filters.items()):
+        lines.append(f"| {source} | {counts['conversations']} | {counts['time-expression']} | {counts['too-long']} | "
+                     f"{counts['snippets']} | {gold.get(source, 0)} |")
+    dimension_of = {item["id"]: item["blueprint"]["dimension"] for item in run.outputs["split"].items}
+    unfillable: Counter[tuple[str, str]] = Counter()
+    for dropped in stretch.dropped if stretch else []:
+        blueprint, _, context = dropped.item_id.partition("@")
+        unfillable[(dimension_of.get(blueprint, "?"), context)] += 1
+    if unfillable:
+        lines += ["", "Blueprints whose corpus cannot fill a length (`pool-too-small`, listed in "
+                  "`exclusions/stretch.jsonl`) have no row at that length:", "",
+                  "| dimension | context | blueprints |", "|---|---|---|"]
+        order = {name: index for index, name in enumerate(DIMENSION_ORDER)}
+        for (dimension, context), count in sorted(unfillable.items(), key=lambda kv: (order.get(kv[0][0], 9), int(kv[0][1][:-1]))):
+            lines.append(f"| {dimension} | {context} | {count} |")
+    return "\n".join(lines) + "\n"
+
+
+def previous_manifest(out_root: Path, version: str) -> dict[str, Any] | None:
+    """The manifest of the newest release under ``out_root`` older than ``version`` (for the changelog)."""
+    def key(v: str) -> tuple:
+        return tuple(int(p) if p.isdigit() else p for p in v.replace("-", ".").split("."))
+
+    older = [p for p in out_root.glob("*/manifest.json") if not p.parent.name.startswith(".") and key(p.parent.name) < key(version)]
+    if not older:
+        return None
+    newest = max(older, key=lambda p: key(p.parent.name))
+    return json.loads(newest.read_text(encoding="utf-8"))
