@@ -27,9 +27,9 @@ def test_llm_agent_plays_through_the_runtime(llama_server: LlamaServer, tmp_path
     week = a4_week()  # one day, three steps, three tasks due at the second step
     secret = "sk-week-test-secret"
     client = LLMClient(LLMConfig(base_url=llama_server.base_url, api_key=secret, timeout=300))
-    config = RuntimeConfig(max_turns_per_step=2)
+    config = RuntimeConfig(max_turns_per_step=1)  # one reply per step keeps the test cheap
     prompt = system_prompt([c.name for c in week.channels], config.heartbeat, config.ledger, config.max_handles)
-    agent = LLMAgent(client, prompt, context_tokens=1200, max_tokens=48)
+    agent = LLMAgent(client, prompt, context_tokens=1200, max_tokens=40)
     events = run_week(week, agent, config, run_id="smollm2")
     path = tmp_path / "llm.jsonl"
     write_trajectory(path, events)
@@ -38,7 +38,7 @@ def test_llm_agent_plays_through_the_runtime(llama_server: LlamaServer, tmp_path
     assert loaded[0]["agent"] == f"llm:{llama_server.model}" and loaded[0]["system_prompt"] == prompt
     assert [e["step_id"] for e in loaded if e["type"] == "choose"] == ["d1_s01", "d1_s02", "d1_s03"]
     replies = [e for e in loaded if e["type"] in ("choose", "query", "protocol_error") and not e.get("forced")]
-    assert 3 <= len(replies) <= 2 * 3  # at most two replies per step
+    assert len(replies) == 3  # exactly one reply per step: an action, or a recorded protocol error
     assert client.stats.as_dict()["requests"] >= len(replies)  # retries under load may add requests
     assert all(turn[0] in ("user", "assistant") for turn in agent.turns)
     run = score_trajectory(week, loaded)["runs"][0]
