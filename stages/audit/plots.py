@@ -62,7 +62,8 @@ def overlap_distributions(rows: pl.DataFrame, path: Path) -> bool:
             if not kept:
                 continue
             box = ax.boxplot([x for _, x in kept], positions=[p for p, _ in kept], widths=width * 0.9,
-                             patch_artist=True, showfliers=True, flierprops={"markersize": 3})
+                             patch_artist=True, showfliers=True, flierprops={"markersize": 3},
+                             medianprops={"color": "black"})
             for patch in box["boxes"]:
                 patch.set_facecolor(COLORS[k % len(COLORS)])
                 patch.set_alpha(0.7)

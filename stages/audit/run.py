@@ -149,7 +149,7 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
 
 def write_outputs(result: AuditResult, out_dir: Path) -> list[str]:
     """Write the CSVs, ``rows.parquet``, report and plots; return the file names written."""
-    from stages.audit.report import write_report
+    from stages.audit.report import PLOTS, write_report
 
     out_dir.mkdir(parents=True, exist_ok=True)
     lexical_table = result.lexical.with_columns(
@@ -159,4 +159,7 @@ def write_outputs(result: AuditResult, out_dir: Path) -> list[str]:
     lexical_table.write_csv(out_dir / "lexical.csv")
     result.semantic.write_csv(out_dir / "semantic.csv")
     pq.write_table(result.rows.to_arrow().cast(ROW_SCHEMA), out_dir / "rows.parquet", compression="zstd")
-    return ["lexical.csv", "semantic.csv", "rows.parquet", *write_report(result, out_dir)]
+    written = ["lexical.csv", "semantic.csv", "rows.parquet", *write_report(result, out_dir)]
+    for stale in sorted(set(PLOTS) - set(written)):  # a plot without data this time must not linger
+        (out_dir / stale).unlink(missing_ok=True)
+    return written
