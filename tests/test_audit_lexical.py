@@ -106,3 +106,18 @@ def test_audit_row_long_context_columns() -> None:
     assert audited["injected_slot_words"] == ["emma"]
     base = audit_row({"messages": messages, "constraint_turns": [0], "trigger_turn": 4})
     assert base["injected_turns"] is None
+
+
+def test_distractor_check_ignores_the_timestamp_prefix() -> None:
+    # slot words: {"2026", "budget"}; the stamp's "2026" and "09:00" must not count
+    injected = ["[2026-02-04T09:00] The budget meeting moved upstairs.", "[2026-02-04T09:05] Lunch is ready."]
+    check = distractor_check(injected, ["2026 budget", "09:00"])
+    assert (check.injected, check.sharing_slot_words, check.mentioning_slot) == (2, 1, 0)
+    assert check.shared_words == ("budget",)
+
+
+def test_distractor_check_when_lowercasing_changes_lengths() -> None:
+    # "İ".lower() is two code points, so turn offsets in the lowercased blob shift; counts must not
+    injected = ["İİİ İstanbul layover", "We passed the peanut stand.", "Nothing here."]
+    check = distractor_check(injected, ["peanut"])
+    assert (check.sharing_slot_words, check.mentioning_slot, check.shared_words) == (1, 1, ("peanut",))

@@ -12,7 +12,9 @@ injected turns mentioning a gold slot (whole word, case-insensitive).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,27 +67,51 @@ def overlap_scores(constraint_texts: Sequence[str], trigger_text: str) -> Lexica
 
 
 def distractor_check(injected_texts: Iterable[str], gold_slots: Sequence[str]) -> DistractorCheck:
-    """Count injected turns that share content words with, or mention, a gold slot."""
+    """Count injected turns that share content words with, or mention, a gold slot.
+
+    Texts may carry a leading ``[YYYY-MM-DDTHH:MM]`` stamp; it is ignored.
+    """
+    texts = list(injected_texts)
     slot_words: set[str] = set()
     for slot in gold_slots:
         slot_words |= content_words(slot)
-    slots = [slot for slot in gold_slots if slot and slot.strip()]
-    lowered_slots = [slot.strip().lower() for slot in slots]
-    injected = sharing = mentioning = 0
+    slots = [(slot.strip().lower(), slot) for slot in gold_slots if slot and slot.strip()]
+    # Exact prefilter: a content word or a whole-word mention of a slot is also a substring of the
+    # lowercased text, so when no slot word or slot occurs anywhere in the row's injected turns
+    # (the usual case) every count is zero and the long turns need no per-turn work.
+    blob = "\n".join(texts).lower()
+    words = {word for word in slot_words if word in blob}
+    phrases = [(low, slot) for low, slot in slots if low in blob]
+    if not words and not phrases:
+        return DistractorCheck(len(texts), 0, 0, ())
+    sharing = mentioning = 0
     shared_words: set[str] = set()
-    for text in injected_texts:
-        injected += 1
-        # Substring prefilters (exact: a content word or a whole-word mention is also a substring of
-        # the lowercased text) spare tokenising and regex scans of the long distractor turns.
+    for index in _candidate_turns(texts, blob, [*words, *(low for low, _ in phrases)]):
+        text = strip_timestamp(texts[index])
         lowered = text.lower()
-        if any(word in lowered for word in slot_words):
-            common = content_words(text) & slot_words
+        if any(word in lowered for word in words):
+            common = content_words(text) & words
             if common:
                 sharing += 1
                 shared_words |= common
-        if any(low in lowered and mentions(text, slot) for low, slot in zip(lowered_slots, slots)):
+        if any(low in lowered and mentions(text, slot) for low, slot in phrases):
             mentioning += 1
-    return DistractorCheck(injected, sharing, mentioning, tuple(sorted(shared_words)))
+    return DistractorCheck(len(texts), sharing, mentioning, tuple(sorted(shared_words)))
+
+
+def _candidate_turns(texts: Sequence[str], blob: str, needles: Sequence[str]) -> list[int]:
+    """Indices of the turns whose lowercased text contains any needle, found by scanning ``blob``
+    (the turns joined by newlines, lowercased) once per needle."""
+    ends = list(accumulate(len(text) + 1 for text in texts))
+    if not ends or ends[-1] - 1 != len(blob):  # lowercasing changed lengths (rare Unicode): check every turn
+        return list(range(len(texts)))
+    found: set[int] = set()
+    for needle in needles:
+        position = blob.find(needle)
+        while position != -1:
+            found.add(bisect_right(ends, position))
+            position = blob.find(needle, position + 1)
+    return sorted(found)
 
 
 def _message_text(messages: Sequence[dict[str, Any]], index: int) -> str:
@@ -113,7 +139,7 @@ def audit_row(row: dict[str, Any]) -> dict[str, Any]:
     }
     injected_turns = row.get("injected_turns")
     if injected_turns is not None:
-        check = distractor_check((_message_text(messages, i) for i in injected_turns), row.get("gold_slots") or [])
+        check = distractor_check([messages[i]["content"] or "" for i in injected_turns], row.get("gold_slots") or [])
         audit.update(
             injected_turns=check.injected,
             injected_sharing_slot_words=check.sharing_slot_words,
