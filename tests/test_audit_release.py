@@ -222,6 +222,7 @@ def test_cosines_match_a_direct_computation(build_audit: Any) -> None:
     assert row["cos_c_theta"] == pytest.approx(float(np.mean(theta @ c)), abs=1e-4)
     assert row["cos_t_theta"] == pytest.approx(float(np.mean(theta @ t)), abs=1e-4)
     assert row["cos_theta_theta"] == pytest.approx(float(np.mean(pairs)), abs=1e-4)
+    assert row["t_rank"] == 1 + sum(1 for v in theta @ c if v > c @ t)
     long_row = build_audit.rows.filter(pl.col("id") == "tg-dentist-pos_clean-implicit-20k").row(0, named=True)
     assert long_row["cos_ct"] is None
 

@@ -56,6 +56,13 @@ def _num(value: Any, digits: int = 1) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _top1(row: dict[str, Any]) -> str:
+    """``share% (chance%)`` of rows where C's nearest neighbour among {T} ∪ Θ is the trigger."""
+    if row.get("t_top1_pct") is None:
+        return "–"
+    return f"{row['t_top1_pct']:.0f}% ({row['t_top1_chance_pct']:.0f}%)"
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -85,11 +92,11 @@ def table9_markdown(semantic: pl.DataFrame, with_paper: bool = True) -> str:
     """Table 9 (paper-comparable slice) with the paper's C-T and C-Θ beside ours."""
     rows = []
     for r in paper_view(semantic).iter_rows(named=True):
-        ours = [str(r["n"])] + [_ms(r[f"{p}_mean"], r[f"{p}_std"]) for p in PAIR_LABELS]
+        ours = [str(r["n"])] + [_ms(r[f"{p}_mean"], r[f"{p}_std"]) for p in PAIR_LABELS] + [_top1(r)]
         paper = PAPER_TABLE9.get(r["dimension"])
         theirs = ([_ms(*paper[0]), _ms(*paper[1])] if paper else ["–"] * 2) if with_paper else []
         rows.append([_name(r["dimension"]), *ours, *theirs])
-    header = ["Dimension", "n", *PAIR_LABELS.values()]
+    header = ["Dimension", "n", *PAIR_LABELS.values(), "T top-1 % (chance)"]
     if with_paper:
         header += ["paper C-T", "paper C-Θ"]
     return _table(header, rows)
@@ -126,8 +133,9 @@ def _full_lexical(lexical: pl.DataFrame) -> str:
 
 def _full_semantic(semantic: pl.DataFrame) -> str:
     rows = [[r["constraint_form"], _name(r["dimension"]), r["variant"], str(r["n"]),
-             *[_ms(r[f"{p}_mean"], r[f"{p}_std"]) for p in PAIR_LABELS]] for r in semantic.iter_rows(named=True)]
-    return _table(["form", "dimension", "variant", "n", *PAIR_LABELS.values()], rows)
+             *[_ms(r[f"{p}_mean"], r[f"{p}_std"]) for p in PAIR_LABELS], _top1(r)]
+            for r in semantic.iter_rows(named=True)]
+    return _table(["form", "dimension", "variant", "n", *PAIR_LABELS.values(), "T top-1 % (chance)"], rows)
 
 
 def write_report(result: AuditResult, out_dir: Path) -> list[str]:
@@ -148,7 +156,9 @@ def write_report(result: AuditResult, out_dir: Path) -> list[str]:
         "overlap coefficient = |C∩T|/min(|C|,|T|); ± is the population standard deviation over rows.",
         "- Both splits (test and dev) are pooled in the tables; `rows.parquet` gives each row's split.",
         "- Semantic (base context): each utterance embedded alone, unit-normalised; C-T averaged over constraint "
-        "turns, C-Θ / T-Θ over filler turns (both roles), Θ-Θ over distinct filler pairs.",
+        "turns, C-Θ / T-Θ over filler turns (both roles), Θ-Θ over distinct filler pairs. "
+        "T top-1 %: rows where, querying with the constraint, the trigger is retrieved before every filler turn "
+        "(chance: mean 1/(|Θ|+1)); scale-free, so comparable across embedding models.",
         "",
         "## Table 8: constraint-trigger word overlap (implicit, base, Pos-Clean)",
         "",

@@ -36,7 +36,8 @@ ROW_SCHEMA = pa.schema([
     ("trigger_words", pa.int32()), ("injected_turns", pa.int32()), ("injected_sharing_slot_words", pa.int32()),
     ("injected_mentioning_slot", pa.int32()), ("injected_slot_words", pa.list_(pa.string())),
     ("cos_ct", pa.float64()), ("cos_c_theta", pa.float64()), ("cos_t_theta", pa.float64()),
-    ("cos_theta_theta", pa.float64()), ("n_theta", pa.int32()), ("embedding_model", pa.string()),
+    ("cos_theta_theta", pa.float64()), ("t_rank", pa.int32()), ("n_theta", pa.int32()),
+    ("embedding_model", pa.string()),
 ])
 
 
@@ -127,7 +128,7 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
         similarities = semantic.audit_rows([row for _, row in base_rows], embedder)
     finally:
         embedder.close()
-    empty = {f"cos_{pair}": None for pair in semantic.PAIRS} | {"n_theta": None}
+    empty = {f"cos_{pair}": None for pair in semantic.PAIRS} | {"t_rank": None, "n_theta": None}
     for record in records:
         record.update(empty, embedding_model=loaded.choice.name)
     for (position, _), sims in zip(base_rows, similarities):

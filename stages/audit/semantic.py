@@ -61,9 +61,13 @@ def utterances(row: dict[str, Any]) -> Utterances:
     )
 
 
-def row_similarities(c: np.ndarray, t: np.ndarray, theta: np.ndarray) -> dict[str, float | None]:
-    """Mean cosines for one row from unit vectors: ``c`` (k, d), ``t`` (d,), ``theta`` (m, d)."""
-    result: dict[str, float | None] = {pair: None for pair in PAIRS}
+def row_similarities(c: np.ndarray, t: np.ndarray, theta: np.ndarray) -> dict[str, float | int | None]:
+    """Mean cosines for one row from unit vectors: ``c`` (k, d), ``t`` (d,), ``theta`` (m, d).
+
+    Also ``t_rank``: the trigger's rank among {T} ∪ Θ by mean cosine to the constraint turns
+    (1 = a retriever querying with C would fetch the trigger before every filler turn).
+    """
+    result: dict[str, float | int | None] = {pair: None for pair in PAIRS}
     if len(c):
         result["ct"] = float((c @ t).mean())
     if len(theta):
@@ -74,7 +78,11 @@ def row_similarities(c: np.ndarray, t: np.ndarray, theta: np.ndarray) -> dict[st
         gram = theta @ theta.T
         upper = gram[np.triu_indices(len(theta), k=1)]
         result["theta_theta"] = float(upper.mean())
-    return {k: (round(v, ROUND_DIGITS) if v is not None else None) for k, v in result.items()}
+    rounded = {k: (round(v, ROUND_DIGITS) if v is not None else None) for k, v in result.items()}
+    rank = None
+    if len(c) and len(theta):
+        rank = 1 + int(np.sum((theta @ c.T).mean(axis=1) > (c @ t).mean()))
+    return rounded | {"t_rank": rank}
 
 
 def audit_rows(rows: Sequence[dict[str, Any]], embedder: Embedder) -> list[dict[str, Any]]:
@@ -93,14 +101,21 @@ def audit_rows(rows: Sequence[dict[str, Any]], embedder: Embedder) -> list[dict[
         c = matrix[[index[x] for x in part.constraint]] if part.constraint else matrix[:0]
         theta = matrix[[index[x] for x in part.filler]] if part.filler else matrix[:0]
         sims = row_similarities(c, matrix[index[part.trigger]], theta)
-        audited.append({f"cos_{pair}": value for pair, value in sims.items()} | {"n_theta": len(part.filler)})
+        audited.append({f"cos_{pair}": sims[pair] for pair in PAIRS}
+                       | {"t_rank": sims["t_rank"], "n_theta": len(part.filler)})
     return audited
 
 
 def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Table-9 figures (mean and population std per pair) for one group of audited rows."""
+    """Table-9 figures for one group of audited rows: mean and population std per pair, and the
+    share of rows whose trigger is the constraint's nearest neighbour among {T} ∪ Θ beside its
+    chance level (mean of 1 / (|Θ| + 1))."""
     summary: dict[str, Any] = {"n": len(rows)}
     for pair in PAIRS:
         values = [r[f"cos_{pair}"] for r in rows if r.get(f"cos_{pair}") is not None]
         summary[f"{pair}_mean"], summary[f"{pair}_std"] = mean_std(values)
+    ranked = [r for r in rows if r.get("t_rank") is not None]
+    summary["t_top1_pct"] = 100.0 * sum(1 for r in ranked if r["t_rank"] == 1) / len(ranked) if ranked else None
+    summary["t_top1_chance_pct"] = (100.0 * float(np.mean([1 / (r["n_theta"] + 1) for r in ranked]))
+                                    if ranked else None)
     return summary
