@@ -206,6 +206,9 @@ def test_long_context_distractor_check(build_audit: Any) -> None:
     assert group["rows_with_injected"] == 2 and group["injected_slot_mention_rows_pct"] == pytest.approx(50.0)
     base = build_audit.rows.filter(pl.col("context") == "base")
     assert base["injected_turns"].to_list() == [0] * base.height  # base rows: empty injected_turns
+    # 11 pm_20k rows; only the three st-cello variants have the museum/cello turn
+    assert "of 11 long-context rows, 3 have an injected turn mentioning a gold slot and 3 one sharing" \
+        in build_audit.card_markdown()
 
 
 def test_cosines_match_a_direct_computation(build_audit: Any) -> None:

@@ -197,13 +197,14 @@ def write_report(result: AuditResult, out_dir: Path) -> list[str]:
 def card_markdown(result: AuditResult) -> str:
     """The audit summary for the dataset card (stopword list and embedding model named)."""
     lexical = result.lexical
-    long = lexical.filter(pl.col("rows_with_injected") > 0) if not lexical.is_empty() else lexical
+    long = result.rows.filter(pl.col("injected_turns") > 0)
     if long.is_empty():
         distractor = "No long-context rows were audited."
     else:
-        touched = long.select((pl.col("injected_slot_mention_rows_pct") * pl.col("rows_with_injected") / 100).sum()).item()
-        distractor = (f"Long contexts: {int(long['rows_with_injected'].sum())} rows checked; rows with an injected turn "
-                      f"mentioning a gold slot: {round(touched or 0)}.")
+        mentioning = long.filter(pl.col("injected_mentioning_slot") > 0).height
+        sharing = long.filter(pl.col("injected_sharing_slot_words") > 0).height
+        distractor = (f"Distractor side: of {long.height} long-context rows, {mentioning} have an injected turn "
+                      f"mentioning a gold slot and {sharing} one sharing a content word with a gold slot.")
     return "\n".join([
         "## Leakage audit",
         "",
@@ -213,7 +214,12 @@ def card_markdown(result: AuditResult) -> str:
         "Figures are for implicit-form, base-context Pos-Clean rows; every group, every row and the plots are in "
         "`audits/` (`report.md`, `lexical.csv`, `semantic.csv`, `rows.parquet`).",
         "",
+        "Constraint-trigger word overlap (TriggerBench Table 8):",
+        "",
         table8_markdown(lexical, with_paper=False),
+        "",
+        "Cosine similarity of constraint (C), trigger (T) and filler turns (Θ) (Table 9); T top-1 % is how often "
+        "the trigger is the constraint's nearest neighbour among {T} ∪ Θ, with its chance level:",
         "",
         table9_markdown(result.semantic, with_paper=False),
         "",
