@@ -9,6 +9,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shutil
+import urllib.error
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -306,29 +309,62 @@ def test_cli_build_against_scripted_server_accounts_for_items_and_reruns_without
     assert all("interruption" in row["detail"] for row in rm_rows)
 
 
+def forward_to(base_url: str) -> Any:
+    """A scripted-server handler that relays each chat request to ``base_url`` (a recording proxy)."""
+
+    def handler(body: dict[str, Any], index: int) -> Reply:
+        request = urllib.request.Request(f"{base_url}/chat/completions", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=300) as answer:
+                data = json.load(answer)
+        except urllib.error.HTTPError as error:
+            return Reply.error(error.code, error.read().decode("utf-8", "replace")[:2000])
+        usage = data.get("usage") or {}
+        return Reply.ok(data["choices"][0]["message"]["content"] or "", usage.get("prompt_tokens"),
+                        usage.get("completion_tokens"))  # fmt: skip
+
+    return handler
+
+
+def two_seed_corpus(root: Path) -> Path:
+    """The taxi and train seeds with their filler pools, copied from the corpus (short prompts for 2 CPU cores)."""
+    for source in (TAXI, TRAIN):
+        topic = seed(source).topic
+        for path in (source, BLUEPRINTS / "fillers" / f"{topic}.yaml"):
+            target = root / path.relative_to(BLUEPRINTS)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+    return root
+
+
 @pytest.mark.llm
 def test_cli_build_against_llama_cpp_completes_and_reruns_from_cache(llama_server: LlamaServer, tmp_path: Path) -> None:  # noqa: F811
-    small = {"llm": {"max_tokens": 48, "examples": 1, "lint_repairs": 0}}
+    dimensions = ("state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery", "safe_coding")
     config = build_config(
-        tmp_path, scale={"max_per_seed": 2, **small},
+        tmp_path, scale={"max_per_seed": 2, "llm": {"max_tokens": 48, "examples": 1, "lint_repairs": 0}},
         oracle_sufficiency={"keep_pending": True, "answer_max_tokens": 24, "judge_max_tokens": 32},
         oracle_necessity={"rollouts": 1, "max_guessed": 1, "answer_max_tokens": 24, "judge_max_tokens": 32},
-        dialogues={"filler_exchanges": {k: (1, 1) for k in ("state_tracking", "temporal_grounding", "logical_adherence",
-                                                            "attention_recovery", "safe_coding")},
+        dialogues={"filler_exchanges": {k: (1, 1) for k in dimensions},
                    "llm": {"max_tokens": 48, "attempts": 1, "example_chars": 200}},
         variants={"llm": {"max_tokens": 48, "answer_max_tokens": 24, "attempts": 1}},
     )  # fmt: skip
+    corpus = two_seed_corpus(tmp_path / "blueprints")
+    config.write_text(config.read_text(encoding="utf-8").replace(str(BLUEPRINTS), str(corpus)), encoding="utf-8")
     args = ["build", "--limit", "2", "--config", str(config), "--cache-dir", str(tmp_path / "cache"),
             "--llm-model", llama_server.model]  # fmt: skip
-    first = run_cli(*args, "--out", str(tmp_path / "one"), "--llm-base-url", llama_server.base_url)
-    assert first.returncode == 0, first.stderr[-3000:]
-    (release,) = [p for p in (tmp_path / "one").iterdir() if p.is_dir() and not p.name.startswith(".")]
-    stages = check_accounting(json.loads((release / "manifest.json").read_text()), per_seed=2)
-    assert stages["oracle_sufficiency"]["llm"]["completion_tokens"] > 0
-    with ScriptedServer(models=(llama_server.model,)) as stand_in:  # a different endpoint, same model: all cached
-        second = run_cli(*args, "--out", str(tmp_path / "two"), "--llm-base-url", stand_in.base_url)
+    with ScriptedServer(handler=forward_to(llama_server.base_url)) as proxy:  # the proxy keeps the request log
+        first = run_cli(*args, "--out", str(tmp_path / "one"), "--llm-base-url", proxy.base_url)
+        assert first.returncode == 0, first.stderr[-3000:]
+        sent = len(proxy.chat_requests())
+        second = run_cli(*args, "--out", str(tmp_path / "two"), "--llm-base-url", proxy.base_url)
         assert second.returncode == 0, second.stderr[-3000:]
-        assert stand_in.chat_requests() == []
+        assert len(proxy.chat_requests()) == sent  # the rerun sent nothing
+    (release,) = [p for p in (tmp_path / "one").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    manifest = json.loads((release / "manifest.json").read_text())
+    stages = check_accounting(manifest, per_seed=2)
+    assert stages["load_blueprints"]["items_out"] == 2 and sent > 0
+    assert stages["oracle_sufficiency"]["llm"]["completion_tokens"] > 0
     (again,) = [p for p in (tmp_path / "two").iterdir() if p.is_dir() and not p.name.startswith(".")]
     for path in sorted((release / "data").rglob("*.parquet")):
         assert (again / "data" / path.relative_to(release / "data")).read_bytes() == path.read_bytes()

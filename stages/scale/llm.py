@@ -14,9 +14,10 @@ repairs) or ``near-duplicate-embedding``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.blueprints.rules import check_rendered
 from pipeline.blueprints.schema import Blueprint, to_json
@@ -27,7 +28,7 @@ from pipeline.stage import Drop, Dropped, Item, StageContext
 from stages.generate.prompts import lint_feedback, scale_messages
 from stages.scale.similarity import EmbeddingIndex
 
-TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$"
+TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$")
 _Fix = tuple[int, ChatRequest, LLMResult, list[str], str]  # number, request, answer, problems, reason
 IDENTITY = ("id", "dimension", "subtype", "domain", "topic", "cwe", "slots", "notes")
 
@@ -44,13 +45,37 @@ class LLMScaleParams(BaseModel):
     embedding_model: str | None = None
 
 
+def _minute(value: str) -> str:
+    if not TIME.match(value.strip()):
+        raise ValueError(f"expected a time like 2026-05-12T10:27, got {value!r}")
+    return value.strip()
+
+
+# checked by a validator, not a JSON-schema ``pattern``: llama-cpp-python's server crashes
+# (SIGSEGV in its grammar sampler) on a schema with ``pattern`` in json_object_schema mode
+Minute = Annotated[str, AfterValidator(_minute), Field(description="YYYY-MM-DDTHH:MM")]
+
+
 class _Draft(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The JSON schema without ``title`` entries (a third shorter: it is sent with every request)."""
+        return _untitled(super().model_json_schema(*args, **kwargs))
+
+
+def _untitled(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _untitled(v) for k, v in value.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(value, list):
+        return [_untitled(v) for v in value]
+    return value
 
 
 class TurnDraft(_Draft):
     text: str
-    at: str = Field(pattern=TIME)
+    at: Minute
     reply: str | None = None
 
 
@@ -61,7 +86,7 @@ class InterruptionDraft(TurnDraft):
 class NegativeDraft(_Draft):
     kind: Literal["resolution", "flip_trigger", "flip_state"]
     text: str
-    at: str | None = Field(default=None, pattern=TIME)
+    at: Minute | None = None
     reply: str | None = None
     constraint: int | None = None
 
@@ -74,7 +99,7 @@ class ExplicitDraft(_Draft):
 
 class TimingDraft(_Draft):
     kind: Literal["absolute", "relative"]
-    deadline: str = Field(pattern=TIME)
+    deadline: Minute
     duration_minutes: int | None = None
 
 
