@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -274,7 +275,8 @@ def everything_model(body: dict[str, Any], index: int) -> Reply:
     if first == FILLER_SYSTEM:
         return Reply.ok(json.dumps(CLEAN[number(body, "exchange") % len(CLEAN)]))
     if first == RM_SYSTEM:
-        return Reply.ok(json.dumps({"question": "What was it?", "answer": "It was it.", "aliases": ["a", "b", "c"]}))
+        aliases = ["zebra crossing", "zebra", "crossing"]  # in no constraint turn
+        return Reply.ok(json.dumps({"question": "What did they cross?", "answer": "A zebra crossing.", "aliases": aliases}))
     return Reply.ok("Sounds good.")
 
 
@@ -291,6 +293,7 @@ def check_accounting(manifest: dict[str, Any], per_seed: int) -> dict[str, dict[
 def test_cli_build_against_scripted_server_accounts_for_items_and_reruns_without_requests(tmp_path: Path) -> None:
     config = build_config(tmp_path, scale={"max_per_seed": 2}, oracle_sufficiency={"keep_pending": True},
                           oracle_necessity={"rollouts": 1})  # fmt: skip
+    use_corpus(config, two_seed_corpus(tmp_path / "blueprints"))
     args = ["build", "--limit", "2", "--config", str(config), "--cache-dir", str(tmp_path / "cache")]
     with ScriptedServer(handler=everything_model) as server:
         first = run_cli(*args, "--out", str(tmp_path / "one"), "--llm-base-url", server.base_url, "--llm-model", "m")
@@ -302,11 +305,21 @@ def test_cli_build_against_scripted_server_accounts_for_items_and_reruns_without
     assert sent > 0
     (release,) = [p for p in (tmp_path / "one").iterdir() if p.is_dir() and not p.name.startswith(".")]
     stages = check_accounting(json.loads((release / "manifest.json").read_text()), per_seed=2)
-    # both seeds of --limit 2 are attention-recovery blueprints: the violin draft lacks the interruption
-    assert stages["scale"]["dropped"] == {"llm_lint": 2}
+    # the violin draft is a sound state-tracking blueprint (kept for the taxi seed) but not a temporal one
+    assert (stages["scale"]["items_out"], stages["scale"]["dropped"]) == (3, {"llm_lint": 1})
+    (excluded,) = [json.loads(line) for line in (release / "exclusions" / "scale.jsonl").read_text().splitlines()]
+    assert excluded["id"] == "tg-abs-train-departure--s01" and "need 'timing'" in excluded["detail"]
     assert stages["oracle_sufficiency"]["llm"]["requests"] > 0
-    rm_rows = [json.loads(line) for line in (release / "exclusions" / "scale.jsonl").read_text().splitlines()]
-    assert all("interruption" in row["detail"] for row in rm_rows)
+    rows = pq.read_table(release / "data" / "pm_base").to_pylist()
+    assert {r["blueprint_id"] for r in rows} == {"st-taxi-instrument--s00", "st-taxi-instrument--s01", "tg-abs-train-departure--s00"}
+    for row in rows:  # every filler exchange was written by the scripted model
+        record = json.loads(row["provenance"])["fillers"]
+        assert record["from_pool"] == 0 and record["generated"] == len(row["filler_turns"]) // 2
+    violin = next(r for r in rows if r["blueprint_id"] == "st-taxi-instrument--s01")
+    assert violin["messages"][-1]["content"].endswith(DRAFTS["violin"]["trigger"]["text"])
+    for row in pq.read_table(release / "data" / "rm_base").to_pylist():  # unrecoverable drafts: hand-written probes
+        record = json.loads(row["provenance"])["rm_probe"]
+        assert record["source"] == "hand-written" and "no alias occurs" in record["fallback_reason"]
 
 
 def forward_to(base_url: str) -> Any:
@@ -338,19 +351,23 @@ def two_seed_corpus(root: Path) -> Path:
     return root
 
 
+def use_corpus(config: Path, corpus: Path) -> None:
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    config.write_text(yaml.safe_dump({**data, "blueprints": str(corpus)}), encoding="utf-8")
+
+
 @pytest.mark.llm
 def test_cli_build_against_llama_cpp_completes_and_reruns_from_cache(llama_server: LlamaServer, tmp_path: Path) -> None:  # noqa: F811
     dimensions = ("state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery", "safe_coding")
     config = build_config(
-        tmp_path, scale={"max_per_seed": 2, "llm": {"max_tokens": 48, "examples": 1, "lint_repairs": 0}},
+        tmp_path, scale={"max_per_seed": 2, "llm": {"max_tokens": 16, "examples": 1, "lint_repairs": 0}},
         oracle_sufficiency={"keep_pending": True, "answer_max_tokens": 24, "judge_max_tokens": 32},
         oracle_necessity={"rollouts": 1, "max_guessed": 1, "answer_max_tokens": 24, "judge_max_tokens": 32},
         dialogues={"filler_exchanges": {k: (1, 1) for k in dimensions},
                    "llm": {"max_tokens": 48, "attempts": 1, "example_chars": 200}},
         variants={"llm": {"max_tokens": 48, "answer_max_tokens": 24, "attempts": 1}},
     )  # fmt: skip
-    corpus = two_seed_corpus(tmp_path / "blueprints")
-    config.write_text(config.read_text(encoding="utf-8").replace(str(BLUEPRINTS), str(corpus)), encoding="utf-8")
+    use_corpus(config, two_seed_corpus(tmp_path / "blueprints"))
     args = ["build", "--limit", "2", "--config", str(config), "--cache-dir", str(tmp_path / "cache"),
             "--llm-model", llama_server.model]  # fmt: skip
     with ScriptedServer(handler=forward_to(llama_server.base_url)) as proxy:  # the proxy keeps the request log

@@ -141,7 +141,7 @@ def assemble(seed: Blueprint, new_id: str, data: dict[str, Any]) -> tuple[Bluepr
 
 
 class LLMScaler:
-    """The LLM path of ``scale``; one per stage run (holds the lazily loaded embedding index)."""
+    """The LLM path of ``scale``; one per stage run (holds the lazily loaded embedding model)."""
 
     def __init__(self, params: LLMScaleParams, max_per_seed: int, code_version: str) -> None:
         self.params = params
@@ -201,7 +201,7 @@ class LLMScaler:
             fixes = still
         for number, _, _, problems, reason in fixes:
             out.append(Dropped(f"{seed.id}--s{number:02d}", reason, "; ".join(problems)[:1000]))
-        index = self.index() if candidates else None
+        index = self.index().fresh() if candidates else None  # per seed, so a resumed run decides the same
         if index is not None:
             index.add(kept[0])
         for number in sorted(candidates):

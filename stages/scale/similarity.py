@@ -63,6 +63,10 @@ class EmbeddingIndex:
     def add(self, item: Item) -> None:
         self._kept.setdefault(item["blueprint"]["dimension"], []).append((item["id"], self.vector(item)))
 
+    def fresh(self) -> EmbeddingIndex:
+        """An empty index over the same loaded model (one per seed: results never depend on other items)."""
+        return EmbeddingIndex(self.embedder, self.threshold)
+
 
 def embedding_duplicates(items: list[Item], index: EmbeddingIndex) -> dict[str, NearDuplicate]:
     """Across a whole collection (e.g. in ``dedupe``): item id -> the earlier kept item it duplicates."""
