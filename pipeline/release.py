@@ -21,8 +21,9 @@ import pyarrow.parquet as pq
 from pipeline.hashing import sha256_file
 from pipeline.schemas import conform
 
-SHARD_BYTES = 96 * 1024 * 1024
-SHARD_ROWS = 20000
+SHARD_BYTES = 256 * 1024 * 1024  # text per shard file
+GROUP_BYTES = 16 * 1024 * 1024  # text per row group (bounds memory while writing)
+GROUP_ROWS = 5000
 
 
 class ReleaseExists(Exception):
@@ -51,21 +52,31 @@ class ReleaseWriter:
         rows: Iterable[dict],
         observe: Callable[[dict], None] | None = None,
     ) -> int:
-        """Write ``rows`` as ``data/<config>/<split>-NNNNN-of-NNNNN.parquet``; return the row count."""
-        folder = self.staging / "data" / config
-        folder.mkdir(parents=True, exist_ok=True)
-        temp_paths: list[Path] = []
-        batch: list[dict] = []
-        batch_bytes = 0
-        count = 0
+        """Stream ``rows`` into ``data/<config>/<split>-NNNNN-of-NNNNN.parquet``; return the row count.
 
-        def flush() -> None:
-            nonlocal batch, batch_bytes
-            path = folder / f".{split}-{len(temp_paths):05d}.tmp"
-            table = pa.Table.from_pylist(batch, schema=schema)
-            pq.write_table(table, path, compression="zstd", compression_level=6, write_statistics=False)
-            temp_paths.append(path)
+        Rows are written in row groups of about ``GROUP_BYTES`` of text, so memory stays bounded
+        however long the rows; a new shard starts past ``SHARD_BYTES``. An empty split writes nothing
+        (``datasets`` cannot read a zero-row parquet file) and is left out of the card.
+        """
+        folder = self.staging / "data" / config
+        shards: list[Path] = []
+        writer: pq.ParquetWriter | None = None
+        batch: list[dict] = []
+        batch_bytes = shard_bytes = count = 0
+
+        def flush_group() -> None:
+            nonlocal writer, batch, batch_bytes, shard_bytes
+            if writer is None:
+                folder.mkdir(parents=True, exist_ok=True)
+                shards.append(folder / f".{split}-{len(shards):05d}.tmp")
+                writer = pq.ParquetWriter(shards[-1], schema, compression="zstd", compression_level=6,
+                                          write_statistics=False)
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+            shard_bytes += batch_bytes
             batch, batch_bytes = [], 0
+            if shard_bytes >= SHARD_BYTES:
+                writer.close()
+                writer, shard_bytes = None, 0
 
         for row in rows:
             if observe:
@@ -73,15 +84,17 @@ class ReleaseWriter:
             batch.append(conform(row, schema))
             batch_bytes += _approx_bytes(row)
             count += 1
-            if batch_bytes >= SHARD_BYTES or len(batch) >= SHARD_ROWS:
-                flush()
+            if batch_bytes >= GROUP_BYTES or len(batch) >= GROUP_ROWS:
+                flush_group()
         if batch:
-            flush()
-        if count == 0:  # datasets cannot read a zero-row parquet file: an empty split is not written
+            flush_group()
+        if writer is not None:
+            writer.close()
+        if count == 0:
             return 0
         files = []
-        for index, temp in enumerate(temp_paths):
-            name = f"{split}-{index:05d}-of-{len(temp_paths):05d}.parquet"
+        for index, temp in enumerate(shards):
+            name = f"{split}-{index:05d}-of-{len(shards):05d}.parquet"
             temp.rename(folder / name)
             files.append(f"data/{config}/{name}")
         self.configs.setdefault(config, {})[split] = {"rows": count, "files": files}
