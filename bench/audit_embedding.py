@@ -98,6 +98,7 @@ def main() -> None:
             warm.close()
         if round_index % 2 == 1:
             bare_round()
+    print("rounds (bare / audit cold, s): " + ", ".join(f"{b:.2f}/{a:.2f}" for b, a in zip(bare_times, audit_times)))
     bare, audit, warm = min(bare_times), min(audit_times), min(warm_times)
     print(f"bare encode:          {bare:8.2f} s  ({len(texts) / bare:7.1f} texts/s)")
     print(f"semantic audit, cold: {audit:8.2f} s  ({len(texts) / audit:7.1f} texts/s)")
