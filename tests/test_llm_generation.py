@@ -141,7 +141,7 @@ CLEAN = [
 
 
 def filler_model() -> Any:
-    """Exchange 1 first names the gold slot; exchange 2 leaks twice (slot alternative, trigger word); 3 is clean."""
+    """Exchange 1 first names the gold slot; 2 leaks twice (slot alternative, trigger word); 3 is first too short."""
     calls: Counter[int] = Counter()
 
     def handler(body: dict[str, Any], index: int) -> Reply:
@@ -155,6 +155,8 @@ def filler_model() -> Any:
             leaks = [{"user": "Can I bring a double bass on a bus?", "assistant": "Usually not."},
                      {"user": "Is tipping expected at a hotel?", "assistant": "A little, yes."}]  # fmt: skip
             answer = leaks[calls[which] - 1]
+        if which == 3 and calls[which] == 1:
+            answer = {"user": "Snacks?", "assistant": "Nuts, mostly."}
         return Reply.ok(json.dumps(answer))
 
     return handler
@@ -177,11 +179,12 @@ def test_llm_fillers_reject_leaks_regenerate_and_fall_back_to_the_pool(tmp_path:
     with ScriptedServer(handler=filler_model()) as server:
         out = Dialogues(params).run(inputs, context("dialogues", client(server, tmp_path / "llm.sqlite")))
         sent = server.chat_requests()
-    assert len(sent) == 5  # 3 first tries, then exchanges 1 and 2 again
+    assert len(sent) == 6  # 3 first tries, then all three again
     dialogue = out.items[0]
     record = dialogue["provenance"]["fillers"]
     assert record["rejected"] == {"0": ["attempt 1: mentions 'cello'"],
-                                  "1": ["attempt 1: mentions 'double bass'", "attempt 2: shares trigger words hotel"]}
+                                  "1": ["attempt 1: mentions 'double bass'", "attempt 2: shares trigger words hotel"],
+                                  "2": ["attempt 1: too short (1-word question, 2-word answer)"]}
     assert (record["generated"], record["from_pool"]) == (2, 1)
     pool_ids = offline["filler_ids"]  # the same seeded draw: the pool exchange stays where the LLM failed
     assert dialogue["filler_ids"][1] == pool_ids[1] and record["fallback"][0]["pool_id"] == pool_ids[1]

@@ -4,9 +4,9 @@
 LLM, :meth:`FillerGenerator.replace` writes a new exchange for each drawn one (same topic,
 the drawn pool exchange as the example, a sampling seed from the stage's generator) and
 rejects an exchange that mentions a gold slot or any slot alternative of the blueprint's
-seed, or shares a content word with the trigger. A rejected or failed exchange is
-regenerated (``attempts`` rounds in all); when the rounds run out, the drawn pool exchange
-stays in its place and the reason is recorded in the dialogue's provenance.
+seed, shares a content word with the trigger, or is too short to pass for conversation.
+A rejected or failed exchange is regenerated (``attempts`` rounds in all); when the rounds
+run out, the drawn pool exchange stays in its place and the reasons go to the provenance.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ class FillerParams(BaseModel):
     max_tokens: int = 450
     attempts: int = Field(default=3, ge=1)
     example_chars: int = 600
+    min_user_words: int = 4
+    min_answer_words: int = 12
 
 
 class FillerExchange(BaseModel):
@@ -51,6 +53,14 @@ def leak(exchange: dict[str, str], terms: list[str], trigger_words: frozenset[st
         return f"mentions {named[0]!r}"
     shared = sorted(content_words(text) & trigger_words)
     return f"shares trigger words {', '.join(shared[:5])}" if shared else None
+
+
+def too_short(exchange: dict[str, str], params: FillerParams) -> str | None:
+    """Why ``exchange`` is too thin to stand as a turn of conversation, or None."""
+    user, answer = len(exchange["user"].split()), len(exchange["assistant"].split())
+    if user < params.min_user_words or answer < params.min_answer_words:
+        return f"too short ({user}-word question, {answer}-word answer)"
+    return None
 
 
 def seed_slot_values(blueprints_dir: Path) -> dict[str, list[str]]:
@@ -114,7 +124,7 @@ class FillerGenerator:
                     still.append(slot)
                     continue
                 answer = {"user": result.data["user"].strip(), "assistant": result.data["assistant"].strip()}
-                why = leak(answer, terms, trigger_words)
+                why = leak(answer, terms, trigger_words) or too_short(answer, self.params)
                 if why is not None:
                     slot.rejections.append(f"attempt {attempt + 1}: {why}")
                     still.append(slot)
