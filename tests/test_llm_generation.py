@@ -293,6 +293,7 @@ def check_accounting(manifest: dict[str, Any], per_seed: int) -> dict[str, dict[
     return stages
 
 
+@pytest.mark.slow
 def test_cli_build_against_scripted_server_accounts_for_items_and_reruns_without_requests(tmp_path: Path) -> None:
     config = build_config(tmp_path, scale={"max_per_seed": 2}, oracle_sufficiency={"keep_pending": True},
                           oracle_necessity={"rollouts": 1})  # fmt: skip
@@ -360,6 +361,7 @@ def use_corpus(config: Path, corpus: Path) -> None:
 
 
 @pytest.mark.llm
+@pytest.mark.slow
 def test_cli_build_against_llama_cpp_completes_and_reruns_from_cache(llama_server: LlamaServer, tmp_path: Path) -> None:  # noqa: F811
     dimensions = ("state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery", "safe_coding")
     config = build_config(
