@@ -136,6 +136,8 @@ def _run_map(stage: MapStage, inputs: dict[str, list[dict]], ctx: StageContext, 
     log.info("stage %-16s %d of %d items cached, %d to compute", stage.name, len(found), len(main), len(main) - len(found))
     prepared = False
     output = StageOutput(items=[])
+    llm = ctx.services.get("llm")
+    before = llm.stats.snapshot() if llm is not None else None
     for item, key in ctx.progress(list(zip(main, keys)), total=len(main), desc=stage.name):
         stored = found.get(key)
         if stored is None:
@@ -153,6 +155,8 @@ def _run_map(stage: MapStage, inputs: dict[str, list[dict]], ctx: StageContext, 
         elif not stored.get("dropped"):
             output.dropped.append(Dropped(item["id"], "no-output", "the stage produced nothing for this item"))
     cache.flush()
+    if llm is not None and "llm" in stage.environment_keys():
+        output.stats["llm"] = llm.stats.since(before).as_dict()
     return output
 
 

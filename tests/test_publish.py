@@ -95,7 +95,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory):
 def publish(hub: dict, release: Path, repo_id: str, *extra: str, env: dict | None = None,
             home: Path | None = None) -> subprocess.CompletedProcess:
     """Run ``python -m pipeline publish`` (= ``triggerbench publish``) against the test Hub with the recognisable token."""
-    full = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+    full = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")}
     full.update({"HF_ENDPOINT": hub["url"], "HF_TOKEN": SECRET, "HF_HUB_DISABLE_XET": "1",
                  "HF_HOME": str(home or hub["root"].parent / "hf_home"), **(env or {})})
     result = subprocess.run([sys.executable, "-m", "pipeline", "publish", str(release), "--repo-id", repo_id, *extra],
@@ -133,7 +133,7 @@ def test_publish_then_load_by_tag_returns_the_release_rows(hub, tmp_path):
     assert tagged[0] == tagged[1]
     script = ("import datasets, json; ds = datasets.load_dataset('org/bench', 'pm_base', revision='v0.1.0', "
               "split='test'); print(json.dumps(ds.to_list()))")
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_TOKEN")}
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN")}
     env.update({"HF_ENDPOINT": hub["url"], "HF_HOME": str(tmp_path / "reader_home")})
     loaded = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert loaded.returncode == 0, loaded.stderr[-2000:]
@@ -174,7 +174,7 @@ def test_olah_serves_the_published_tag_from_the_server_git_repos(hub, tmp_path):
                 time.sleep(0.5)
         script = ("import datasets, json; ds = datasets.load_dataset('org/mirrored', 'pm_base', revision='v0.1.0'); "
                   "print(json.dumps({s: ds[s].to_list() for s in ds}))")
-        env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_TOKEN")}
+        env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN")}
         env.update({"HF_ENDPOINT": f"http://127.0.0.1:{port}", "HF_HOME": str(tmp_path / "olah_reader")})
         loaded = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
         assert loaded.returncode == 0, loaded.stderr[-2000:]
@@ -292,7 +292,7 @@ def test_next_version_replaces_stale_shards_and_old_tag_still_loads(hub, tmp_pat
                                 "data/pm_base/test-00001-of-00002.parquet"]
     script = ("import datasets, json; print(json.dumps([datasets.load_dataset('org/versions', 'pm_base', "
               "revision=t, split='test').num_rows for t in ('v0.1.0', 'v0.2.0')]))")
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_TOKEN")}
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN")}
     env.update({"HF_ENDPOINT": hub["url"], "HF_HOME": str(tmp_path / "reader_home")})
     loaded = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert loaded.returncode == 0, loaded.stderr[-2000:]

@@ -46,7 +46,7 @@ def verify_release(endpoint: str, token: str | None, repo_id: str, revision: str
                    configs: dict[str, list[str]], manifest: dict[str, Any], manifest_sha256: str) -> Verification:
     """Reload every config at ``revision`` in a clean subprocess; compare with ``manifest``."""
     with tempfile.TemporaryDirectory(prefix="triggerbench-verify-") as home:
-        env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_TOKEN")}
+        env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN")}
         env.update({"HF_ENDPOINT": endpoint, "HF_HOME": home, "HF_HUB_DISABLE_TELEMETRY": "1"})
         if token:
             env["HF_TOKEN"] = token

@@ -1,0 +1,35 @@
+"""The audit the build ran equals ``run_audit`` rerun on the finished release; the model is recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stages.audit import run_audit
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def test_rerun_audit_equals_build_audit(default_build: dict, tmp_path: Path) -> None:
+    release = default_build["release"]
+    result = run_audit(release, tmp_path / "rerun", cache_dir=default_build["cache"] / "embeddings")
+    assert result.files
+    for path in result.files:
+        path = Path(path)
+        assert path.read_bytes() == (release / "audits" / path.name).read_bytes(), path.name
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert manifest["fallbacks"]["embedding_model"] == result.embedding_model
+    card = (release / "README.md").read_text()
+    assert result.embedding_model in card and "ENGLISH_STOP_WORDS" in card
+
+
+def test_audit_cli_on_release_and_offline_hub_id(default_build: dict, tmp_path: Path) -> None:
+    out = tmp_path / "audit"
+    ok = run_cli("audit", str(default_build["release"]), "--out", str(out), "--cache-dir", str(default_build["cache"] / "embeddings"))
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert {"lexical.csv", "semantic.csv", "report.md"} <= {p.name for p in out.iterdir()}
+    offline = run_cli("audit", "someorg/triggerbench", "--revision", "v0.1.0", env={"HF_HUB_OFFLINE": "1"}, timeout=60)
+    assert offline.returncode == 1 and "unreachable" in offline.stderr and "Traceback" not in offline.stderr
