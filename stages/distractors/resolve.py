@@ -3,17 +3,17 @@
 The SPEC's order per dimension lives in the build config (``distractors.sources``); keys are a
 dimension or ``dimension/subtype``. A source resolves locally when its files exist under the
 distractors directory (default ``../shared/data`` beside the checkout), or on the Hub when it has
-a Hub id and the Hub answers a quick probe (with ``HF_HUB_OFFLINE=1`` it is never tried).
+a Hub id and the Hub answers a quick probe (``pipeline.hub.offline``; with ``HF_HUB_OFFLINE=1``
+it is never tried).
 """
 
 from __future__ import annotations
 
-import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.hashing import combine, sha256_file
+from pipeline.hub.offline import hub_reachable
 
 LOCAL_PATTERNS: dict[str, tuple[str, ...]] = {
     "multiwoz": ("multiwoz/data.json", "multiwoz/val.json.zip", "multiwoz/*.json.zip", "multiwoz/dialogues_*.json",
@@ -40,21 +40,6 @@ class ResolvedSource:
     location: str  # directory-relative file list or Hub id
     files: tuple[str, ...]
     digest: str
-
-
-def hub_reachable(timeout: float = 1.5) -> bool:
-    """A fast check (no retries): is the Hub reachable and not disabled by HF_HUB_OFFLINE?"""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}:
-        return False
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").split("://", 1)[-1].split("/", 1)[0]
-    host, _, port = endpoint.partition(":")
-    try:
-        with socket.create_connection((host, int(port or 443)), timeout=timeout):
-            return True
-    except OSError:
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["HF_DATASETS_OFFLINE"] = "1"
-        return False
 
 
 def default_dir(repo_root: Path) -> Path | None:
