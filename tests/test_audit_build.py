@@ -17,9 +17,8 @@ def test_rerun_audit_equals_build_audit(default_build: dict, tmp_path: Path) -> 
     release = default_build["release"]
     result = run_audit(release, tmp_path / "rerun", cache_dir=default_build["cache"] / "embeddings")
     assert result.files
-    for path in result.files:
-        path = Path(path)
-        assert path.read_bytes() == (release / "audits" / path.name).read_bytes(), path.name
+    for name in result.files:
+        assert (tmp_path / "rerun" / name).read_bytes() == (release / "audits" / name).read_bytes(), name
     manifest = json.loads((release / "manifest.json").read_text())
     assert manifest["fallbacks"]["embedding_model"] == result.embedding_model
     card = (release / "README.md").read_text()
