@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -39,8 +41,9 @@ def main() -> None:
         fresh, _ = build(config, work / "a", work / "cache")
         same, log_same = build(config, work / "b", work / "cache")
         seed = sorted((work / "blueprints" / "state_tracking").glob("*.yaml"))[0]
-        text = seed.read_text()
-        seed.write_text(re.sub(r"^reference_intent: (.*)$", r"reference_intent: \1 (edited)", text, count=1, flags=re.M))
+        data = yaml.safe_load(seed.read_text())
+        data["reference_intent"] += " (edited)"
+        seed.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
         edited, log_edited = build(config, work / "c", work / "cache")
         recomputed = re.search(r"stages recomputed: (.*)", log_same).group(1)
         print(f"fresh build: {fresh:.1f}s")
