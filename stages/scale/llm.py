@@ -140,6 +140,25 @@ def assemble(seed: Blueprint, new_id: str, data: dict[str, Any]) -> tuple[Bluepr
     return blueprint, [f"{p.field}: {p.message}" for p in check_rendered(blueprint)]
 
 
+def _sort_answers(seed: Blueprint, numbered: list[tuple[int, ChatRequest, LLMResult]], round_index: int,
+                  candidates: dict[int, tuple[Blueprint, ChatRequest, LLMResult, int]],
+                  out: list[Item | Dropped]) -> list[_Fix]:
+    """File each answer: a failed call is dropped, a valid blueprint becomes a candidate (with the
+    repair round that produced it), anything else is returned to be repaired."""
+    fixes: list[_Fix] = []
+    for number, request, result in numbered:
+        new_id = f"{seed.id}--s{number:02d}"
+        if not result.ok:
+            out.append(Dropped(new_id, f"llm_{result.error}", result.detail[:1000]))
+            continue
+        blueprint, problems = assemble(seed, new_id, result.data or {})
+        if blueprint is not None and not problems:
+            candidates[number] = (blueprint, request, result, round_index)
+        else:
+            fixes.append((number, request, result, problems, "llm_lint" if blueprint else "llm_schema"))
+    return fixes
+
+
 class LLMScaler:
     """The LLM path of ``scale``; one per stage run (holds the lazily loaded embedding model)."""
 
@@ -170,35 +189,16 @@ class LLMScaler:
         requests = [self._request(seed, examples, number, ctx) for number in range(1, self.max_per_seed)]
         results = llm.map(requests, desc=f"scale {seed.id}")
         out: list[Item | Dropped] = []
-        fixes: list[_Fix] = []
         candidates: dict[int, tuple[Blueprint, ChatRequest, LLMResult, int]] = {}
-        for number, (request, result) in enumerate(zip(requests, results), start=1):
-            new_id = f"{seed.id}--s{number:02d}"
-            if not result.ok:
-                out.append(Dropped(new_id, f"llm_{result.error}", result.detail[:1000]))
-                continue
-            blueprint, problems = assemble(seed, new_id, result.data or {})
-            if blueprint is not None and not problems:
-                candidates[number] = (blueprint, request, result, 0)
-            else:
-                fixes.append((number, request, result, problems, "llm_lint" if blueprint else "llm_schema"))
+        numbered = list(zip(range(1, self.max_per_seed), requests, results))
+        fixes = _sort_answers(seed, numbered, 0, candidates, out)
         for round_index in range(1, self.params.lint_repairs + 1):
             if not fixes:
                 break
             retries = [_repair(request, result, problems) for _, request, result, problems, _ in fixes]
             answers = llm.map(retries, desc=f"scale {seed.id}: lint repairs")
-            still: list[_Fix] = []
-            for (number, *_), request, result in zip(fixes, retries, answers):
-                new_id = f"{seed.id}--s{number:02d}"
-                if not result.ok:
-                    out.append(Dropped(new_id, f"llm_{result.error}", result.detail[:1000]))
-                    continue
-                blueprint, problems = assemble(seed, new_id, result.data or {})
-                if blueprint is not None and not problems:
-                    candidates[number] = (blueprint, request, result, round_index)
-                else:
-                    still.append((number, request, result, problems, "llm_lint" if blueprint else "llm_schema"))
-            fixes = still
+            numbered = [(number, request, result) for (number, *_), request, result in zip(fixes, retries, answers)]
+            fixes = _sort_answers(seed, numbered, round_index, candidates, out)
         for number, _, _, problems, reason in fixes:
             out.append(Dropped(f"{seed.id}--s{number:02d}", reason, "; ".join(problems)[:1000]))
         index = self.index().fresh() if candidates else None  # per seed, so a resumed run decides the same
