@@ -16,12 +16,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 import pipeline
 from pipeline import registry
 from pipeline.cache import ArtifactStore, ItemCache
 from pipeline import assemble, card_sections
 from pipeline.card import front_matter, render_card
-from pipeline.config import REPO_ROOT, BuildConfig, load_config
+from pipeline.config import REPO_ROOT, BuildConfig, ConfigError, load_config
 from pipeline.llm import LLMClient
 from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult, run_stages, select
@@ -30,6 +32,7 @@ from pipeline.stats import RowStats
 from stages.distractors.resolve import default_dir, resolve
 from stages.load_blueprints import corpus_digest
 from stages.audit import run_audit
+from stages.audit.shortcuts import ShortcutSettings, settings_from
 
 log = logging.getLogger("triggerbench")
 TOOLS = ("datasets", "huggingface-hub", "pyarrow", "polars", "tiktoken", "sentence-transformers", "torch", "openai", "pydantic")
@@ -96,10 +99,21 @@ def distractor_environment(config: BuildConfig, base: Path, options: BuildOption
     return {"routes": routes, "sources": sources}
 
 
+def shortcut_settings(config: BuildConfig) -> ShortcutSettings:
+    """The shortcut gate's settings from the config's ``audit.shortcuts``; ConfigError naming the field."""
+    try:
+        return settings_from(config.audit)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"])
+        raise ConfigError(f"audit.shortcuts.{field}: {error['msg']}") from None
+
+
 def build(options: BuildOptions) -> BuildOutcome:
     """Run a build; see the module docstring."""
     started = time.monotonic()
     config, base = load_config(options.config_path, version=options.version, seed=options.seed)
+    shortcut_settings(config)  # a bad threshold fails before any stage runs
     cache_dir = options.cache_dir or default_cache_dir()
     log_file, handler = _setup_log(cache_dir)
     try:
@@ -179,9 +193,11 @@ def write_release(config: BuildConfig, run: RunResult, out: Path, env: dict[str,
         sections = {}
         log.info("release data written (%d configs); running the leakage audit", len(writer.configs))
         writer.write_text("README.md", front_matter(writer.configs, config.license))
-        audit = run_audit(writer.staging, writer.staging / "audits", cache_dir=cache_dir / "embeddings")
-        log.info("audit done with %s", audit.embedding_model)
+        audit = run_audit(writer.staging, writer.staging / "audits", cache_dir=cache_dir / "embeddings",
+                          shortcut_settings=shortcut_settings(config))
+        log.info("audit done with %s; shortcut check: %s", audit.embedding_model, audit.shortcuts.verdict)
         manifest["fallbacks"]["embedding_model"] = audit.embedding_model
+        manifest |= audit.shortcuts.manifest_entry()
         sections["Leakage audit"] = audit.card_markdown()
         sections["Distractor corpora"] = (card_sections.distractor_provenance(manifest["fallbacks"]["distractor_sources"])
                                           + "\n" + assemble.distractor_section(run))

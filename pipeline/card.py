@@ -38,6 +38,13 @@ def render_card(manifest: dict[str, Any], configs: dict[str, dict[str, Any]], st
     version = manifest["version"]
     parts = [front_matter(configs, manifest["config"].get("license", "cc-by-4.0"))]
     parts.append(f"# TriggerBench {version}\n")
+    if "shortcut_check" in manifest:
+        failing = manifest.get("shortcut_failures") or []
+        parts.append(f"**Shortcut check: {manifest['shortcut_check']}**"
+                     + (f" ({len(failing)} failing cells: a surface cue finds the constraint or the label in them; "
+                        "see *Shortcut audit* below and `audits/shortcuts.csv`)." if failing else
+                        " (no surface cue finds the constraint or the label better than chance; `audits/shortcuts.csv`).")
+                     + "\n")
     parts.append(
         "Prospective-memory tasks for LLMs: an earlier, implicit constraint must be acted on when a later, benign "
         "trigger arrives, without being asked. Built by the `triggerbench` pipeline from hand-written seed blueprints; "

@@ -33,6 +33,7 @@ class BuildConfig(BaseModel):
     license: str = "cc-by-4.0"
     stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
     distractors: DistractorConfig = Field(default_factory=DistractorConfig)
+    audit: dict[str, Any] = Field(default_factory=dict)  # checked by stages/audit (``shortcuts:`` gate settings)
 
     def blueprints_path(self, base: Path) -> Path:
         path = Path(self.blueprints)

@@ -65,9 +65,13 @@ def publish_release(
     endpoint: str | None = None,
     token: str | None = None,
     verify: bool = True,
+    allow_shortcuts: bool = False,
     out: TextIO | None = None,
 ) -> PublishReport:
     """Publish ``release_dir`` to the dataset repo ``repo_id``; raises :class:`PublishError` on refusal.
+
+    A release whose shortcut check (``manifest.json`` ``shortcut_check``) is not ``pass`` is refused
+    unless ``allow_shortcuts``; a dry run says so and still lists the files.
 
     Progress lines go to ``out`` (default: stdout); none of them contains the token.
     """
@@ -88,9 +92,16 @@ def publish_release(
     report = PublishReport(repo_id, version, tag_for(version), resolve_endpoint(endpoint), dry_run,
                            files=[{"path": f.path, "size": f.size} for f in files],
                            total_bytes=sum(f.size for f in files))
+    shortcut_problem = shortcut_refusal(manifest)
     if dry_run:
         _print_dry_run(report, files, say)
+        if shortcut_problem and not allow_shortcuts:
+            say(f"a real publish would be refused: {shortcut_problem}")
         return report
+    if shortcut_problem:
+        if not allow_shortcuts:
+            raise PublishError(f"refusing to publish: {shortcut_problem}")
+        say(f"publishing despite the shortcut check (--allow-shortcuts): {shortcut_problem.split(';')[0]}")
     try:
         secret = resolve_token(token)
         account = probe(report.endpoint, secret)
@@ -101,6 +112,22 @@ def publish_release(
     if verify:
         report.verification = _verify(report, release, manifest, files[-1], secret, say)
     return report
+
+
+def shortcut_refusal(manifest: dict[str, Any], shown: int = 10) -> str | None:
+    """Why the shortcut gate forbids publishing ``manifest``'s release (None when it passed)."""
+    status = manifest.get("shortcut_check")
+    if status == "pass":
+        return None
+    if status is None:
+        return "the release has no shortcut check (built before the shortcut audit); rebuild it, or pass --allow-shortcuts"
+    failing = manifest.get("shortcut_failures") or []
+    cells = "; ".join(
+        f"{c.get('config') or c.get('context')}/{c.get('dimension')}/{c.get('variant') or '-'}/{c.get('finder')}"
+        f" {c.get('value'):.3g} vs {c.get('baseline'):.3g}" for c in failing[:shown])
+    more = f"; and {len(failing) - shown} more" if len(failing) > shown else ""
+    return (f"the shortcut check failed on {len(failing)} cells (audits/shortcuts.csv): {cells}{more}; "
+            "fix the data, or pass --allow-shortcuts to publish it anyway")
 
 
 def _check_repo_id(repo_id: str) -> None:
@@ -170,13 +197,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--endpoint", default=None, help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
     parser.add_argument("--no-verify", dest="verify", action="store_false",
                         help="skip reloading every config at the new tag after the push")
+    parser.add_argument("--allow-shortcuts", action="store_true",
+                        help="publish even though the release failed its shortcut check (manifest shortcut_check)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``triggerbench publish``: 0 published (and verified), 1 refused or failed."""
     try:
         report = publish_release(args.release_dir, args.repo_id, private=args.private, dry_run=args.dry_run,
-                                 endpoint=args.endpoint, verify=args.verify)
+                                 endpoint=args.endpoint, verify=args.verify, allow_shortcuts=args.allow_shortcuts)
     except PublishError as err:
         print(f"triggerbench publish: {err}", file=sys.stderr)
         return 1

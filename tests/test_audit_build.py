@@ -28,7 +28,10 @@ def test_rerun_audit_equals_build_audit(default_build: dict, tmp_path: Path) -> 
 def test_audit_cli_on_release_and_offline_hub_id(default_build: dict, tmp_path: Path) -> None:
     out = tmp_path / "audit"
     ok = run_cli("audit", str(default_build["release"]), "--out", str(out), "--cache-dir", str(default_build["cache"] / "embeddings"))
-    assert ok.returncode == 0, ok.stderr[-2000:]
-    assert {"lexical.csv", "semantic.csv", "report.md"} <= {p.name for p in out.iterdir()}
+    verdict = json.loads((default_build["release"] / "manifest.json").read_text())["shortcut_check"]
+    assert ok.returncode == (0 if verdict == "pass" else 1), ok.stderr[-2000:]
+    assert f"shortcut check: {verdict}" in ok.stdout and "Traceback" not in ok.stderr
+    assert {"lexical.csv", "semantic.csv", "shortcuts.csv", "families.csv", "report.md"} <= {p.name for p in out.iterdir()}
+    assert (out / "shortcuts.csv").read_bytes() == (default_build["release"] / "audits" / "shortcuts.csv").read_bytes()
     offline = run_cli("audit", "someorg/triggerbench", "--revision", "v0.1.0", env={"HF_HUB_OFFLINE": "1"}, timeout=60)
     assert offline.returncode == 1 and "unreachable" in offline.stderr and "Traceback" not in offline.stderr

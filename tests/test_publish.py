@@ -54,7 +54,13 @@ def pm_rows(split: str, count: int) -> list[dict]:
              "trigger_turn": 1, "n_tokens": 10 + i} for i in range(count)]
 
 
-def make_release(root: Path, version: str = "0.1.0", test_rows: int = 7, dev_rows: int = 3) -> Path:
+FAILING_CELL = {"section": "constraint_finder", "config": None, "context": "base", "constraint_form": "implicit",
+                "dimension": "state_tracking", "variant": "pos_clean", "finder": "shortest_reply", "value": 1.0,
+                "baseline": 0.12}
+
+
+def make_release(root: Path, version: str = "0.1.0", test_rows: int = 7, dev_rows: int = 3,
+                 shortcut_check: str = "pass") -> Path:
     """A small release in the layout of RELEASE_LAYOUT.md; sha256s computed here with hashlib."""
     release = root / version
     tables = {"data/pm_base/test-00000-of-00001.parquet": pm_rows("test", test_rows),
@@ -74,7 +80,8 @@ def make_release(root: Path, version: str = "0.1.0", test_rows: int = 7, dev_row
                 "configs": {"pm_base": {"test": {"rows": test_rows, "files": ["data/pm_base/test-00000-of-00001.parquet"]},
                                         "dev": {"rows": dev_rows, "files": ["data/pm_base/dev-00000-of-00001.parquet"]}},
                             "blueprints": {"test": {"rows": test_rows, "files": ["data/blueprints/test-00000-of-00001.parquet"]}}},
-                "files": files}
+                "files": files, "shortcut_check": shortcut_check,
+                "shortcut_failures": [FAILING_CELL] if shortcut_check == "fail" else []}
     (release / "manifest.json").write_text(json.dumps(manifest, sort_keys=True, indent=2), encoding="utf-8")
     return release
 
@@ -371,3 +378,17 @@ def test_token_never_appears_in_output_logs_or_written_files(hub, tmp_path):
         objects = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=git_dir,
                                  capture_output=True, check=True).stdout
         assert SECRET.encode() not in objects, git_dir
+
+
+def test_a_release_that_fails_the_shortcut_check_is_refused_unless_allowed(hub, tmp_path):
+    release = make_release(tmp_path / "releases", shortcut_check="fail")
+    before = len(requests(hub))
+    refused = publish(hub, release, "org/shortcuts")
+    assert refused.returncode == 1
+    assert "shortcut check failed on 1 cells" in refused.stderr
+    assert "base/state_tracking/pos_clean/shortest_reply 1 vs 0.12" in refused.stderr
+    assert "--allow-shortcuts" in refused.stderr
+    assert not [r for r in requests(hub, before) if "org/shortcuts" in r.get("path", "")]
+    allowed = publish(hub, release, "org/shortcuts", "--allow-shortcuts")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "publishing despite the shortcut check (--allow-shortcuts)" in allowed.stdout

@@ -29,7 +29,8 @@ def _inside(path: Path, parent: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the audit; 0 on success, 1 when the release or the embedding model cannot be read."""
+    """Run the audit; 0 when it ran and the shortcut check passed, 1 when the release or the embedding
+    model cannot be read or the shortcut check failed."""
     from stages.audit.run import run_audit
 
     out = args.out if args.out is not None else Path.cwd() / f"audit-{release_name(args.release, args.revision)}"
@@ -47,4 +48,9 @@ def run(args: argparse.Namespace) -> int:
     print(result.card_markdown())
     print(f"audit of {args.release}: {result.rows.height} rows, embedding model {result.embedding.label}")
     print(f"wrote {', '.join(result.files)} to {out}")
-    return 0
+    shortcuts = result.shortcuts
+    print(f"shortcut check: {shortcuts.verdict}" + (f" ({shortcuts.failing_count} failing cells; see "
+                                                      f"{out / 'shortcuts.csv'})" if shortcuts.failing else ""))
+    print(f"shortcut audit took {shortcuts.seconds:.1f} s of the audit's {result.seconds:.1f} s "
+          f"({shortcuts.seconds / max(result.seconds, 1e-9):.0%})")
+    return 1 if shortcuts.failing else 0

@@ -16,10 +16,10 @@ from typing import Any
 
 from pipeline.hub.offline import endpoint, hub_reachable
 
-AUDITED_PREFIXES = ("pm_", "explicit_")
+AUDITED_PREFIXES = ("pm_", "explicit_", "rm_")  # rm rows: the shortcut audit's row invariants only
 SPLIT_ORDER = ("test", "dev")
 COLUMNS = (
-    "id", "dimension", "variant", "constraint_form", "context", "messages", "constraint_turns",
+    "id", "blueprint_id", "seed_id", "dimension", "variant", "constraint_form", "context", "messages", "constraint_turns",
     "trigger_turn", "resolution_turn", "gold_slots", "distractor_source", "filler_turns", "injected_turns",
 )
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")

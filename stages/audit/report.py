@@ -160,6 +160,7 @@ def write_report(result: AuditResult, out_dir: Path) -> list[str]:
         "T top-1 %: rows where, querying with the constraint, the trigger is retrieved before every filler turn "
         "(chance: mean 1/(|Θ|+1)); scale-free, so comparable across embedding models.",
         "",
+        *([result.shortcuts.markdown(), ""] if result.shortcuts is not None else []),
         "## Table 8: constraint-trigger word overlap (implicit, base, Pos-Clean)",
         "",
         table8_markdown(result.lexical),
@@ -227,4 +228,6 @@ def card_markdown(result: AuditResult) -> str:
         "",
         distractor,
         "",
+        *([result.shortcuts.markdown(card=True).replace("## Shortcut audit", "### Shortcut audit", 1)]
+          if result.shortcuts is not None else []),
     ])

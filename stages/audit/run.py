@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,7 +20,8 @@ from pipeline.progress import progress
 from pipeline.text import MIN_WORD_LENGTH, STOPWORD_LIST_NAME
 from stages.audit import lexical, semantic
 from stages.audit.embeddings import EmbedStats, Embedder, EmbeddingModelChoice, load_embedding_model
-from stages.audit.reader import iter_rows, open_source
+from stages.audit.reader import ReleaseSource, iter_rows, open_source
+from stages.audit.shortcuts import ShortcutAudit, ShortcutCollector, ShortcutSettings, score, settings_from
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,8 @@ class AuditResult:
     embed_stats: EmbedStats
     out_dir: Path
     files: list[str]
+    shortcuts: ShortcutAudit | None = None
+    seconds: float = 0.0
     stopwords: str = STOPWORD_LIST_NAME
     min_word_length: int = MIN_WORD_LENGTH
 
@@ -106,19 +111,42 @@ def _round_floats(frame: pl.DataFrame, digits: int = 4) -> pl.DataFrame:
     return frame.with_columns(pl.col(pl.Float64).round(digits))
 
 
-def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None, embedding_model: str | None = None,
-              cache_dir: Path | None = None) -> AuditResult:
-    """Audit every ``pm_*`` / ``explicit_*`` row of the release at ``source`` and write into ``out_dir``.
+def release_shortcut_settings(release: ReleaseSource) -> ShortcutSettings:
+    """The gate settings a release was built with (its manifest's ``config.audit``), else the defaults."""
+    manifest = release.local / "manifest.json" if release.local is not None else None
+    if manifest is None or not manifest.is_file():
+        return ShortcutSettings()
+    try:
+        config = json.loads(manifest.read_text(encoding="utf-8")).get("config") or {}
+    except (OSError, ValueError):
+        return ShortcutSettings()
+    return settings_from(config.get("audit"))
 
-    Writes ``lexical.csv``, ``semantic.csv``, ``rows.parquet``, ``report.md`` and PNG plots;
-    returns the tables as an :class:`AuditResult`.
+
+def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None, embedding_model: str | None = None,
+              cache_dir: Path | None = None, shortcut_settings: ShortcutSettings | None = None) -> AuditResult:
+    """Audit every row of the release at ``source`` and write into ``out_dir``.
+
+    ``pm_*`` / ``explicit_*`` rows get the lexical, semantic and shortcut audits, ``rm_*`` rows
+    the shortcut audit's row invariants. Writes ``lexical.csv``, ``semantic.csv``,
+    ``shortcuts.csv``, ``families.csv``, ``rows.parquet``, ``report.md`` and PNG plots; returns
+    the tables as an :class:`AuditResult`. ``shortcut_settings`` default: the release's own.
     """
+    started = time.monotonic()
     release = open_source(source, revision)
     loaded = load_embedding_model(embedding_model)  # before reading, so a bad --embedding-model fails fast
+    collector = ShortcutCollector(shortcut_settings or release_shortcut_settings(release))
+    shortcut_seconds = 0.0
     records: list[dict[str, Any]] = []
     base_rows: list[tuple[int, dict[str, Any]]] = []
     for config in release.configs:
+        leakage = not config.startswith("rm_")
         for split, row in progress(iter_rows(release, config), desc=f"audit {config}"):
+            tick = time.monotonic()
+            collector.add(config, split, row)
+            shortcut_seconds += time.monotonic() - tick
+            if not leakage:
+                continue
             record = _row_record(config, split, row)
             if record["context"] == "base":
                 base_rows.append((len(records), row))
@@ -126,6 +154,9 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
     embedder = Embedder(loaded, cache_dir if cache_dir is not None else default_cache_dir())
     try:
         similarities = semantic.audit_rows([row for _, row in base_rows], embedder)
+        tick = time.monotonic()
+        shortcuts = score(collector, embedder.embed)
+        shortcuts.seconds = shortcut_seconds + time.monotonic() - tick
     finally:
         embedder.close()
     empty = {f"cos_{pair}": None for pair in semantic.PAIRS} | {"t_rank": None, "n_theta": None}
@@ -143,7 +174,10 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
     stats = embedder.stats
     log.info("audit: %d rows; %d distinct texts, %d from the embedding cache, %d encoded in %.1f s",
              len(records), stats.distinct, stats.cached, stats.encoded, stats.encode_seconds)
-    result = AuditResult(lexical_table, semantic_table, rows_frame, loaded.choice, stats, Path(out_dir), [])
+    result = AuditResult(lexical_table, semantic_table, rows_frame, loaded.choice, stats, Path(out_dir), [], shortcuts)
+    result.seconds = time.monotonic() - started
+    log.info("audit: shortcut check %s (%d failing cells); shortcut audit %.1f s of %.1f s",
+             shortcuts.verdict, shortcuts.failing_count, shortcuts.seconds, result.seconds)
     result.files = write_outputs(result, Path(out_dir))
     return result
 
@@ -160,7 +194,10 @@ def write_outputs(result: AuditResult, out_dir: Path) -> list[str]:
     lexical_table.write_csv(out_dir / "lexical.csv")
     result.semantic.write_csv(out_dir / "semantic.csv")
     pq.write_table(result.rows.to_arrow().cast(ROW_SCHEMA), out_dir / "rows.parquet", compression="zstd")
-    written = ["lexical.csv", "semantic.csv", "rows.parquet", *write_report(result, out_dir)]
+    written = ["lexical.csv", "semantic.csv", "rows.parquet"]
+    if result.shortcuts is not None:
+        written += result.shortcuts.write(out_dir)
+    written += write_report(result, out_dir)
     for stale in sorted(set(PLOTS) - set(written)):  # a plot without data this time must not linger
         (out_dir / stale).unlink(missing_ok=True)
     return written

@@ -1,0 +1,140 @@
+"""Collect the shortcut audit while the release's rows stream past, then score every cell.
+
+``ShortcutCollector.add(config, split, row)`` is called once per row of every ``pm_*``,
+``explicit_*`` and ``rm_*`` config (rm rows: invariants only); ``finish(embed)`` returns the
+table (one record per cell and finder, gate applied) and the family statistics.
+
+Cost control: form finders and invariants read every row; the text finders read every base
+row and, in long contexts, the Pos-Clean implicit rows of a seeded share of blueprints
+(``long_sample_fraction``), scored as they stream so their texts are never held; the learned
+constraint finder uses base rows and the long rows of the same blueprint sample.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stages.audit.shortcuts import finders, learned
+from stages.audit.shortcuts.gate import ShortcutSettings
+from stages.audit.shortcuts.turns import RowInvariants, RowTurns, extract
+
+Cell = tuple[str, str, str, str]  # context, constraint_form, dimension, variant
+Embed = Callable[[list[str]], np.ndarray]
+
+
+@dataclass
+class _Row:
+    cell: Cell
+    family: str
+    blueprint: str
+    hits: dict[str, float] = field(default_factory=dict)
+
+
+def row_keys(config: str, row: dict[str, Any]) -> tuple[str, str]:
+    """A row's (context, constraint_form), from its columns or its config name."""
+    context = row.get("context") or config.split("_", 1)[-1]
+    form = row.get("constraint_form") or ("explicit" if config.startswith("explicit_") else "implicit")
+    return context, form
+
+
+class ShortcutCollector:
+    """Streams rows in, keeps what each finder needs, scores cells at the end."""
+
+    def __init__(self, settings: ShortcutSettings) -> None:
+        self.settings = settings
+        self.rows: list[_Row] = []                     # every pm/explicit row (turn arrays dropped if not kept)
+        self.kept: dict[int, RowTurns] = {}            # row position -> turns kept for the learned finder
+        self.base_texts: list[int] = []                # positions of base rows (texts kept for embeddings)
+        self.invariants: dict[tuple[str, str, str], list[RowInvariants]] = defaultdict(list)
+        self.label_rows: list[tuple[Cell, str, str, np.ndarray, np.ndarray]] = []
+        self._time_cache: dict[str, tuple[str, ...]] = {}
+
+    def sampled(self, blueprint: str) -> bool:
+        """Whether a blueprint's long rows get the costly finders (seeded hash, stable across runs)."""
+        digest = hashlib.sha256(f"{self.settings.seed}:{blueprint}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.settings.long_sample_fraction
+
+    def add(self, config: str, split: str, row: dict[str, Any]) -> None:
+        context, form = row_keys(config, row)
+        dimension = row.get("dimension") or ""
+        blueprint = row.get("blueprint_id") or row.get("id")
+        variant = row.get("variant") or ("rm" if config.startswith("rm_") else "")
+        is_base = context == "base"
+        finding = config.startswith(("pm_", "explicit_"))
+        keep = finding and (is_base or self.sampled(blueprint))
+        text_now = finding and not is_base and keep and variant == "pos_clean" and form == "implicit"
+        turns, invariants = extract(row, keep_texts=(keep and is_base) or text_now, injected_time_cache=self._time_cache)
+        self.invariants[(config, context, dimension)].append(invariants)
+        if not finding or turns.n == 0:
+            return
+        cell = (context, form, dimension, variant)
+        record = _Row(cell, row.get("seed_id") or blueprint, blueprint)
+        record.hits = {name: finders.top1_hit(score(turns), turns.is_constraint)
+                       for name, score in finders.FORM_FINDERS.items()}
+        record.hits["chance"] = finders.chance_top1(turns)
+        record.hits["chance_topk"] = finders.chance_topk(turns, finders.TOP_K)
+        if text_now:
+            record.hits |= finders.similarity_hits(turns, None)
+            turns.texts = None
+        position = len(self.rows)
+        self.rows.append(record)
+        if keep:
+            self.kept[position] = turns
+            if is_base:
+                self.base_texts.append(position)
+        self.label_rows.append((cell, record.family, blueprint, learned.row_features(turns, True),
+                                learned.row_features(turns, False)))
+
+    # -- scoring -------------------------------------------------------------------------------------
+
+    def _base_similarity(self, embed: Embed | None) -> dict[int, np.ndarray]:
+        """Text-finder hits of base rows (in place) and their similarity features for the learned finder."""
+        vectors: dict[str, np.ndarray] = {}
+        if embed is not None and self.base_texts:
+            texts = sorted({t for p in self.base_texts for t in [*(self.kept[p].texts or []), self.kept[p].trigger_text]})
+            vectors = dict(zip(texts, embed(texts)))
+        features = {}
+        for position in self.base_texts:
+            turns = self.kept[position]
+            pair = None
+            if vectors:
+                pair = (np.vstack([vectors[t] for t in turns.texts]), vectors[turns.trigger_text])
+            self.rows[position].hits |= finders.similarity_hits(turns, pair)
+            features[position] = finders.similarity_features(turns, pair)
+            turns.texts = None
+        return features
+
+    def _learned(self, similarity: dict[int, np.ndarray]) -> None:
+        groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for position in sorted(self.kept):
+            context, _, dimension, _ = self.rows[position].cell
+            groups[(context, dimension)].append(position)
+        for (context, _), positions in sorted(groups.items()):
+            variants = [("learned_form", False)] + ([("learned_all", True)] if context == "base" else [])
+            for name, with_similarity in variants:
+                turns = [self.kept[p] for p in positions]
+                feats = [learned.turn_features(t, similarity.get(p) if with_similarity else None)
+                         for p, t in zip(positions, turns)]
+                rows = learned.LearnedRows(turns, feats, [self.rows[p].family for p in positions])
+                for position, hit in zip(positions, learned.learned_finder(rows, self.settings.seed)):
+                    if hit is not None:
+                        self.rows[position].hits[name] = hit
+
+    def finish(self, embed: Embed | None) -> list[dict[str, Any]]:
+        """Score every cell: the records of the shortcut table (finders, labels, invariants), unjudged."""
+        from threadpoolctl import threadpool_limits
+
+        from stages.audit.shortcuts.table import finder_records, invariant_records, label_records
+
+        similarity = self._base_similarity(embed)
+        with threadpool_limits(limits=1):  # deterministic, and no OpenMP oversubscription on a busy machine
+            self._learned(similarity)
+            self.kept.clear()
+            labels = label_records(self.label_rows, self.settings)
+        return [*finder_records(self.rows, self.settings), *labels, *invariant_records(self.invariants)]

@@ -1,0 +1,136 @@
+"""Learned shortcut finders, cross-validated by seed family so that no family is memorised.
+
+- :func:`learned_finder`: a classifier over per-turn surface features (lengths, punctuation,
+  timestamp features, position, reply length; optionally similarity scores) ranks a row's
+  candidates; the top-ranked candidate is its pick (ties as in :mod:`finders`).
+- :func:`label_finder`: a classifier over row-level structure (turn counts, reply and user-turn
+  lengths, timestamps, positions of extremes) predicts a row's variant.
+
+Both use scikit-learn's ``HistGradientBoostingClassifier`` (fixed ``random_state``) inside
+``GroupKFold`` over seed families, so the result is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from stages.audit.shortcuts.finders import top1_hit
+from stages.audit.shortcuts.turns import RowTurns
+
+MAX_FOLDS = 5
+TRAIN_NEGATIVES_PER_ROW = 64  # long rows: every constraint turn plus this many other candidates per row
+SHORT_REPLY_WORDS = 30
+
+
+def _rank_pct(values: np.ndarray) -> np.ndarray:
+    if len(values) < 2:
+        return np.zeros(len(values))
+    order = values.argsort(kind="stable").argsort(kind="stable")
+    return order / (len(values) - 1)
+
+
+def turn_features(turns: RowTurns, similarity: np.ndarray | None = None) -> np.ndarray:
+    """One row of surface features per candidate turn (plus ``similarity`` columns when given)."""
+    n = turns.n
+    position = np.arange(n, dtype=float)
+    minute = turns.minute.astype(float)
+    columns = [
+        turns.user_words, turns.user_chars, turns.question, turns.punctuation, turns.reply_words,
+        (minute >= 0) & (minute % 5 == 0), (minute >= 0) & (minute % 10 == 0), turns.gap_before,
+        position / max(n - 1, 1), n - 1 - position, position == 0, position == n - 1,
+        _rank_pct(turns.user_words), _rank_pct(turns.reply_words), _rank_pct(turns.gap_before),
+    ]
+    matrix = np.column_stack([np.asarray(c, dtype=float) for c in columns]) if n else np.zeros((0, len(columns)))
+    if similarity is not None:
+        matrix = np.hstack([matrix, similarity])
+    return matrix
+
+
+def row_features(turns: RowTurns, with_trigger: bool) -> np.ndarray:
+    """Row-level structure: counts, length statistics, timestamps, positions of extremes."""
+    reply, user, gaps = turns.reply_words.astype(float), turns.user_words.astype(float), turns.gap_before[1:]
+    n = max(turns.n, 1)
+
+    def stats(x: np.ndarray) -> list[float]:
+        return [float(x.mean()), float(x.std()), float(x.min()), float(x.max())] if len(x) else [0.0] * 4
+
+    values = [float(turns.n), *stats(reply), *stats(user), float((reply < SHORT_REPLY_WORDS).sum()),
+              float(turns.question.mean()) if turns.n else 0.0,
+              float(((turns.minute >= 0) & (turns.minute % 5 == 0)).sum()), turns.span_minutes, *stats(gaps),
+              float(reply.argmin()) / n if turns.n else 0.0, float(gaps.argmax() + 1) / n if len(gaps) else 0.0]
+    if with_trigger:
+        values.append(float(turns.trigger_words))
+    return np.asarray(values, dtype=float)
+
+
+def _folds(groups: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Row-index folds with no family on both sides (``GroupKFold``)."""
+    from sklearn.model_selection import GroupKFold
+
+    families = len(set(groups))
+    if families < 2:
+        return []
+    splitter = GroupKFold(n_splits=min(MAX_FOLDS, families))
+    return list(splitter.split(np.zeros(len(groups)), groups=list(groups)))
+
+
+def _classifier(rows: int):
+    """Boosted trees; leaves may be small when the training set is (label finders see ~100 rows)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    return HistGradientBoostingClassifier(max_iter=100, min_samples_leaf=max(2, min(20, rows // 20)), random_state=0)
+
+
+def _fit(rows: int, x: np.ndarray, y: np.ndarray):
+    return _classifier(rows).fit(x, y)
+
+
+@dataclass(frozen=True)
+class LearnedRows:
+    """Rows of one training group: their candidate features and families."""
+
+    turns: list[RowTurns]
+    features: list[np.ndarray]
+    families: list[str]
+
+
+def learned_finder(group: LearnedRows, seed: int = 0) -> list[float | None]:
+    """Cross-validated top-1 hit per row (None where it could not be scored)."""
+    hits: list[float | None] = [None] * len(group.turns)
+    rng = np.random.default_rng(seed)
+    for train, test in _folds(group.families):
+        xs, ys = [], []
+        for r in train:
+            turns, x = group.turns[r], group.features[r]
+            keep = np.arange(turns.n)
+            if turns.n > TRAIN_NEGATIVES_PER_ROW + 2:
+                others = np.flatnonzero(~turns.is_constraint)
+                chosen = rng.choice(others, size=TRAIN_NEGATIVES_PER_ROW, replace=False)
+                keep = np.sort(np.concatenate([np.flatnonzero(turns.is_constraint), chosen]))
+            xs.append(x[keep])
+            ys.append(turns.is_constraint[keep])
+        y = np.concatenate(ys) if ys else np.zeros(0, dtype=bool)
+        if y.all() or not y.any():
+            continue
+        model = _fit(len(y), np.vstack(xs), y)
+        for r in test:
+            if group.turns[r].n:
+                proba = np.round(model.predict_proba(group.features[r])[:, 1], 6)
+                hits[r] = top1_hit(proba, group.turns[r].is_constraint)
+    return hits
+
+
+def label_finder(features: np.ndarray, labels: Sequence[str], families: Sequence[str]) -> list[bool | None]:
+    """Cross-validated correctness per row of a variant classifier (None where not scored)."""
+    correct: list[bool | None] = [None] * len(labels)
+    y = np.asarray(labels)
+    for train, test in _folds(families):
+        if len(set(y[train])) < 2:
+            continue
+        model = _fit(len(train), features[train], y[train])
+        for r, predicted in zip(test, model.predict(features[test])):
+            correct[r] = bool(predicted == y[r])
+    return correct
