@@ -382,13 +382,14 @@ def test_token_never_appears_in_output_logs_or_written_files(hub, tmp_path):
 
 def test_a_release_that_fails_the_shortcut_check_is_refused_unless_allowed(hub, tmp_path):
     release = make_release(tmp_path / "releases", shortcut_check="fail")
-    before = len(requests(hub))
+    log = hub["root"] / "requests.jsonl"
+    before = len(requests(hub)) if log.exists() else 0
     refused = publish(hub, release, "org/shortcuts")
     assert refused.returncode == 1
     assert "shortcut check failed on 1 cells" in refused.stderr
     assert "base/state_tracking/pos_clean/shortest_reply 1 vs 0.12" in refused.stderr
     assert "--allow-shortcuts" in refused.stderr
-    assert not [r for r in requests(hub, before) if "org/shortcuts" in r.get("path", "")]
+    assert not log.exists() or not [r for r in requests(hub, before) if "org/shortcuts" in r.get("path", "")]
     allowed = publish(hub, release, "org/shortcuts", "--allow-shortcuts")
     assert allowed.returncode == 0, allowed.stderr
     assert "publishing despite the shortcut check (--allow-shortcuts)" in allowed.stdout

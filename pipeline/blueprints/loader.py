@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -29,10 +29,17 @@ class Exchange(BaseModel):
 
 
 class FillerPool(BaseModel):
-    """Topic-aligned user/assistant exchanges used as filler turns in base dialogues."""
+    """User/assistant exchanges used as the thematic turns of base dialogues.
+
+    ``kind: filler`` (``blueprints/fillers/``): a topic pool shared by many blueprints, drawn in
+    any order. ``kind: story`` (``blueprints/stories/``): one scenario's conversation, set in the
+    world its trigger lives in and used by a few families at most; its exchanges are in the order a
+    person would have them, and a dialogue keeps that order.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
     topic: str = Field(pattern=r"^[a-z0-9_]+$")
+    kind: Literal["filler", "story"] = "filler"
     description: str = ""
     exchanges: list[Exchange] = Field(min_length=1)
 

@@ -79,6 +79,14 @@ class Negative(Strict):
     _parse_at = field_validator("at", mode="before")(_minute_time)
 
 
+class Update(Strict):
+    """A benign turn of the same story, with its reply, that Pos-Clean carries where Neg-Clean carries
+    the resolution (variant parity: turn counts, positions and lengths do not reveal the label)."""
+
+    text: str = Field(min_length=1)
+    reply: str = Field(min_length=1)
+
+
 class Explicit(Strict):
     """The explicit-constraint ablation: ``append`` adds ``text`` after the constraint turn;
     ``rewrite`` replaces that turn's text with ``text`` (entities and slots kept verbatim)."""
@@ -120,6 +128,7 @@ class Blueprint(Strict):
     trigger: UserTurn
     overload: str = Field(min_length=1)
     negative: Negative | None = None
+    update: Update | None = None
     explicit: Explicit | None = None
     reference_intent: str = Field(min_length=1)
     gold_slots: list[str] = Field(min_length=1)
@@ -145,6 +154,9 @@ class Blueprint(Strict):
             fields["negative.text"] = self.negative.text
             if self.negative.reply:
                 fields["negative.reply"] = self.negative.reply
+        if self.update:
+            fields["update.text"] = self.update.text
+            fields["update.reply"] = self.update.reply
         if self.explicit:
             fields["explicit.text"] = self.explicit.text
         fields["reference_intent"] = self.reference_intent

@@ -140,7 +140,7 @@ def plot(records: Sequence[dict], path: Path) -> bool:
         values = [c["value"] if c else np.nan for c in cells]
         low = [c["value"] - c["ci_low"] if c else 0 for c in cells]
         high = [c["ci_high"] - c["value"] if c else 0 for c in cells]
-        colors = ["#c44e52" if c and c["fails"] else "#4c72b0" for c in cells]
+        colors = ["#c44e52" if c and c["fails"] else "#4c72b0" if c and c["gated"] else "#b0b0b0" for c in cells]
         ax.barh(y, values, xerr=[low, high], color=colors, alpha=0.8, error_kw={"elinewidth": 0.8})
         ax.scatter([c["baseline"] if c else np.nan for c in cells], y, marker="|", s=120, color="black", zorder=3)
         ax.set_xlim(0, 1)
@@ -148,7 +148,7 @@ def plot(records: Sequence[dict], path: Path) -> bool:
         ax.grid(axis="x", alpha=0.3)
     axes[0][0].set_yticks(y, finders, fontsize=7)
     axes[0][0].invert_yaxis()
-    fig.suptitle("Constraint finders (base, implicit, Pos-Clean): hit rate (red = fails gate), chance = |", fontsize=9)
+    fig.suptitle("Constraint finders (base, implicit, Pos-Clean): hit rate (red = fails the gate, grey = reported, not gated), chance = |", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
