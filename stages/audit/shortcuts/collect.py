@@ -22,7 +22,7 @@ import numpy as np
 
 from stages.audit.shortcuts import finders, learned
 from stages.audit.shortcuts.gate import ShortcutSettings
-from stages.audit.shortcuts.turns import RowInvariants, RowTurns, extract
+from stages.audit.shortcuts.turns import RowInvariants, RowTurns, TextCache, extract
 
 Cell = tuple[str, str, str, str]  # context, constraint_form, dimension, variant
 Embed = Callable[[list[str]], np.ndarray]
@@ -53,7 +53,7 @@ class ShortcutCollector:
         self.base_texts: list[int] = []                # positions of base rows (texts kept for embeddings)
         self.invariants: dict[tuple[str, str, str], list[RowInvariants]] = defaultdict(list)
         self.label_rows: list[tuple[Cell, str, str, np.ndarray, np.ndarray]] = []
-        self._time_cache: dict[str, tuple[str, ...]] = {}
+        self._texts = TextCache()
 
     def sampled(self, blueprint: str) -> bool:
         """Whether a blueprint's long rows get the costly finders (seeded hash, stable across runs)."""
@@ -69,7 +69,7 @@ class ShortcutCollector:
         finding = config.startswith(("pm_", "explicit_"))
         keep = finding and (is_base or self.sampled(blueprint))
         text_now = finding and not is_base and keep and variant == "pos_clean" and form == "implicit"
-        turns, invariants = extract(row, keep_texts=(keep and is_base) or text_now, injected_time_cache=self._time_cache)
+        turns, invariants = extract(row, keep_texts=(keep and is_base) or text_now, cache=self._texts)
         self.invariants[(config, context, dimension)].append(invariants)
         if not finding or turns.n == 0:
             return

@@ -22,9 +22,6 @@ import numpy as np
 
 from pipeline.text import strip_timestamp
 
-_MARKS = ("!", ",", ";", ":", '"', "'")
-_DIGITS = re.compile(r"\d")
-_STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T\d{2}:\d{2})\]")
 # Written for this audit, independent of the distractor filter (stages/distractors): clock times,
 # durations, parts of the day, weekdays, dates and relative days.
 _NUMBER = r"(?:\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|forty-five|half an?|a couple of|a few|several)"
@@ -38,8 +35,23 @@ TIME_PATTERNS: dict[str, re.Pattern[str]] = {
 }
 
 
+# Words without which no pattern above can match (plus digits followed by ':', '.', am/pm or a date):
+# a cheap set test lets most texts skip the regexes.
+_TIME_WORDS = frozenset("""minute minutes min mins hour hours hr hrs second seconds day days week weeks month months
+year years morning afternoon evening night tonight overnight monday tuesday wednesday thursday friday saturday
+sunday mondays tuesdays wednesdays thursdays fridays saturdays sundays weekend weekends today tomorrow yesterday
+noon midnight o'clock am pm a.m p.m january february march april may june july august september october november
+december jan feb mar apr jun jul aug sep sept oct nov dec""".split())
+_WORD = re.compile(r"[a-z][a-z'.]*")
+_DIGIT_TIME = re.compile(r"\d\s*[:.apAP]|\d{4}-\d{2}|\d(?:st|nd|rd|th)\b")
+_PUNCTUATION = re.compile(r"[!,;:\"'\d]")
+
+
 def time_expressions(text: str) -> list[str]:
     """Names of the time-expression patterns found in ``text`` (empty when none)."""
+    lower = text.lower()
+    if not (set(w.rstrip(".'") for w in _WORD.findall(lower)) & _TIME_WORDS or _DIGIT_TIME.search(lower)):
+        return []
     return [name for name, pattern in TIME_PATTERNS.items() if pattern.search(text)]
 
 
@@ -53,7 +65,7 @@ class RowInvariants:
     backwards: int = 0              # user timestamps earlier than the previous one
     missing_stamps: int = 0         # user turns without a parseable ``[YYYY-MM-DDTHH:MM]``
     max_user_per_minute: int = 0    # most user turns sharing one minute stamp
-    min_gap_minutes: float | None = None
+    min_gap_minutes: int | None = None
     injected_time_turns: int = 0    # injected turns with a time expression
     injected_time_patterns: Counter = field(default_factory=Counter)
 
@@ -82,22 +94,42 @@ class RowTurns:
         return len(self.index)
 
 
-def _stamp(content: str) -> datetime | None:
-    match = _STAMP.match(content)
-    if match is None:
-        return None
-    try:
-        return datetime.fromisoformat(match.group(1))
-    except ValueError:
-        return None
+@dataclass
+class TextCache:
+    """Per-text results shared across rows (long rows of one blueprint share their injected block)."""
+
+    minutes: dict[str, int | None] = field(default_factory=dict)     # stamp -> minutes since 0001-01-01
+    users: dict[str, tuple[int, int, bool, int]] = field(default_factory=dict)
+    times: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-def _minutes(a: datetime, b: datetime) -> float:
-    return (b - a).total_seconds() / 60.0
+_EPOCH = datetime(1, 1, 1)
 
 
-def extract(row: dict[str, Any], *, keep_texts: bool, injected_time_cache: dict[str, tuple[str, ...]] | None = None
-            ) -> tuple[RowTurns, RowInvariants]:
+def _stamp(content: str, cache: TextCache) -> tuple[int | None, str]:
+    """``(minutes, body)`` of a user message: the ``[YYYY-MM-DDTHH:MM]`` prefix parsed and removed."""
+    if len(content) >= 18 and content[0] == "[" and content[17] == "]":
+        key = content[1:17]
+        minutes = cache.minutes.get(key, -1)
+        if minutes == -1:
+            try:
+                minutes = int((datetime.fromisoformat(key) - _EPOCH).total_seconds() // 60)
+            except ValueError:
+                minutes = None
+            cache.minutes[key] = minutes
+        if minutes is not None:
+            return minutes, content[18:].lstrip()
+    return None, strip_timestamp(content)
+
+
+def _user_features(body: str, cache: TextCache) -> tuple[int, int, bool, int]:
+    found = cache.users.get(body)
+    if found is None:
+        found = cache.users[body] = (len(body.split()), len(body), "?" in body, len(_PUNCTUATION.findall(body)))
+    return found
+
+
+def extract(row: dict[str, Any], *, keep_texts: bool, cache: TextCache | None = None) -> tuple[RowTurns, RowInvariants]:
     """Surface features of ``row``'s candidate turns and its invariants."""
     messages = row["messages"]
     trigger = row.get("trigger_turn")
@@ -105,73 +137,75 @@ def extract(row: dict[str, Any], *, keep_texts: bool, injected_time_cache: dict[
     constraints = set(row.get("constraint_turns") or [])
     injected = set(row.get("injected_turns") or [])
     invariants = RowInvariants()
-    columns: dict[str, list[Any]] = {k: [] for k in ("index", "user_words", "user_chars", "question", "punctuation",
-                                                      "minute", "gap_before", "reply_words", "is_constraint",
-                                                      "injected")}
-    texts: list[str] = []
+    cache = cache if cache is not None else TextCache()
+    index, features, minute, gaps, replies, texts = [], [], [], [], [], []
     previous_role, previous_at, first_at, trigger_at = None, None, None, None
     per_minute: Counter = Counter()
-    min_gap: float | None = None
-    cache = injected_time_cache if injected_time_cache is not None else {}
+    min_gap: int | None = None
     for i, message in enumerate(messages):
         role, content = message["role"], message["content"] or ""
         if role == "system":
             continue
         if role == previous_role:
             invariants.role_breaks += 1
-        if previous_role is None and role != "user":
+        elif previous_role is None and role != "user":
             invariants.first_not_user = True
         previous_role = role
-        if i in injected:
-            body = strip_timestamp(content)
-            found = cache.get(body)
-            if found is None:
-                found = cache[body] = tuple(time_expressions(body))
-            if found:
-                invariants.injected_time_turns += 1
-                invariants.injected_time_patterns.update(found)
         if role != "user":
-            if columns["index"] and columns["index"][-1] == i - 1:
-                columns["reply_words"][-1] = len(content.split())
+            if i in injected:
+                _count_times(content, cache, invariants)
+            if index and index[-1] == i - 1:
+                replies[-1] = len(content.split())
             continue
-        at = _stamp(content)
+        at, body = _stamp(content, cache)
+        if i in injected:
+            _count_times(body, cache, invariants)
+        gap = 0
         if at is None:
             invariants.missing_stamps += 1
         else:
             per_minute[at] += 1
-            first_at = first_at or at
+            if first_at is None:
+                first_at = at
             if previous_at is not None:
-                gap = _minutes(previous_at, at)
+                gap = at - previous_at
                 if gap < 0:
                     invariants.backwards += 1
-                min_gap = gap if min_gap is None else min(min_gap, gap)
-            gap_before = _minutes(previous_at, at) if previous_at is not None else 0.0
+                min_gap = gap if min_gap is None or gap < min_gap else min_gap
             previous_at = at
-        if i == trigger:
-            trigger_at = at
+        if i >= trigger:
+            if i == trigger:
+                trigger_at = at
             continue
-        if i > trigger:
-            continue
-        body = strip_timestamp(content)
-        columns["index"].append(i)
-        columns["user_words"].append(len(body.split()))
-        columns["user_chars"].append(len(body))
-        columns["question"].append("?" in body)
-        columns["punctuation"].append(sum(body.count(c) for c in _MARKS) + len(_DIGITS.findall(body)))
-        columns["minute"].append(at.minute if at is not None else -1)
-        columns["gap_before"].append(gap_before if at is not None else 0.0)
-        columns["reply_words"].append(0)
-        columns["is_constraint"].append(i in constraints)
-        columns["injected"].append(i in injected)
+        index.append(i)
+        features.append(_user_features(body, cache))
+        minute.append(at % 60 if at is not None else -1)
+        gaps.append(gap)
+        replies.append(0)
         if keep_texts:
             texts.append(body)
     invariants.last_not_user = previous_role != "user"
     invariants.max_user_per_minute = max(per_minute.values(), default=0)
     invariants.min_gap_minutes = min_gap
     trigger_text = strip_timestamp(messages[trigger]["content"] or "") if messages else ""
-    span = _minutes(first_at, trigger_at) if first_at is not None and trigger_at is not None else 0.0
-    dtypes = {"question": bool, "punctuation": np.int32, "is_constraint": bool, "injected": bool, "index": np.int32, "minute": np.int16,
-              "gap_before": np.float32, "user_words": np.int32, "user_chars": np.int32, "reply_words": np.int32}
-    arrays = {k: np.asarray(v, dtype=dtypes[k]) for k, v in columns.items()}
-    return RowTurns(**arrays, texts=texts if keep_texts else None, trigger_text=trigger_text,
-                    trigger_words=len(trigger_text.split()), span_minutes=span), invariants
+    span = float(trigger_at - first_at) if first_at is not None and trigger_at is not None else 0.0
+    table = np.asarray(features, dtype=np.int64).reshape(-1, 4)
+    turns = RowTurns(
+        index=np.asarray(index, dtype=np.int32), user_words=table[:, 0].astype(np.int32),
+        user_chars=table[:, 1].astype(np.int32), question=table[:, 2].astype(bool),
+        punctuation=table[:, 3].astype(np.int32), minute=np.asarray(minute, dtype=np.int16),
+        gap_before=np.asarray(gaps, dtype=np.float32), reply_words=np.asarray(replies, dtype=np.int32),
+        is_constraint=np.fromiter((i in constraints for i in index), dtype=bool, count=len(index)),
+        injected=np.fromiter((i in injected for i in index), dtype=bool, count=len(index)),
+        texts=texts if keep_texts else None, trigger_text=trigger_text, trigger_words=len(trigger_text.split()),
+        span_minutes=span)
+    return turns, invariants
+
+
+def _count_times(text: str, cache: TextCache, invariants: RowInvariants) -> None:
+    found = cache.times.get(text)
+    if found is None:
+        found = cache.times[text] = tuple(time_expressions(text))
+    if found:
+        invariants.injected_time_turns += 1
+        invariants.injected_time_patterns.update(found)
