@@ -91,7 +91,8 @@ def test_parse_signal_drops_what_is_not_on_the_menu() -> None:
     assert (signal.query_suggestions, signal.candidate_due, signal.do_not_select) == (["clock"], ["task_1"], [])
     assert signal.dropped == ["query_suggestions: 'weather'", "candidate_due: 'task_9'", "candidate_due: 'task_1'",
                               "do_not_select is not a list"]
-    assert parse_signal("x", "I would query the clock", ["clock"], set()).error == "not one JSON object (JSONDecodeError)"
+    unreadable = parse_signal("x", "I would query the clock", ["clock"], set())
+    assert unreadable.error == "not one JSON object (JSONDecodeError)"
 
 
 def test_scripted_council_on_the_default_week() -> None:

@@ -181,7 +181,8 @@ def _score(args: argparse.Namespace) -> int:
     for run_score in report["runs"]:
         rates = run_score["hit_rates"]
         flag = " [PARTIAL]" if run_score["partial"] else ""
-        print(f"  {run_score['run_id']}{flag} ({run_score['agent']}, {run_score['setup']}): Set-F1 {run_score['set_f1']:.4f} "
+        print(f"  {run_score['run_id']}{flag} ({run_score['agent']}, {run_score['setup']}): "
+              f"Set-F1 {run_score['set_f1']:.4f} "
               f"P {run_score['precision']:.4f} R {run_score['recall']:.4f} | hit {run_score['hits']} "
               f"late {run_score['late']} miss {run_score['misses']} false-alarm {run_score['false_alarms']} "
               f"wrong-content {run_score['wrong_content']} update-viol {run_score['update_violations']} "

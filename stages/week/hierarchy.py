@@ -4,8 +4,9 @@ In: step observations from :func:`stages.week.runtime.run_week` (config ``hierar
 Out: one JSON action per turn, plus a ``subagents`` trace event per step. Per step:
 
 1. a *council* (three subagents: ``event_watcher``, ``status_watcher``, ``update_watcher``)
-   sees the step and answers, each, with query suggestions, candidate due handles and
-   handles not to select (:class:`Signal`);
+   sees the step (preceded by the state replies of the previous step's queries) and answers,
+   each, with query suggestions, candidate due handles and handles not to select
+   (:class:`Signal`);
 2. the agent issues the de-duplicated union of the suggested queries through the runtime
    (ordinary ``query`` events, so they count as query cost);
 3. the coordinator (any :class:`~stages.week.runtime.Agent`) gets the step, the signals and
@@ -43,7 +44,8 @@ def subagent_prompt(role: str, channels: list[str]) -> str:
         "The week runs from 07:00 to 22:00 each day in irregular steps. Each step shows a scene, three ongoing",
         "activities and a menu of actions written as task_N: <action> (anonymous handles, renumbered daily).",
         "Plans arrive in the day's opening and later messages; the latest instruction for a task wins.",
-        "Some cues appear only in hidden state channels; the time is hidden too. Channels: " + ", ".join(channels) + ".",
+        "Some cues appear only in hidden state channels; the time is hidden too.",
+        "Channels: " + ", ".join(channels) + ".",
         "You do not act. Before the agent decides, say which channels to query now, which handles may be due",
         "now, and which handles must not be selected now. Use only handles on the current menu and the channels",
         "above; use [] for an empty list. Answer with exactly one JSON object and nothing else:",
@@ -161,8 +163,15 @@ class HierarchicalAgent:
         return self.coordinator.act(observation)
 
     def _start_step(self, observation: Observation) -> None:
+        earlier = list(self._replies.values())
         self._step, self._replies, self._coordinating = observation, {}, False
-        self._signals = self.council.propose(observation, self.channels)
+        seen = observation
+        if earlier:  # the subagents learn what their suggested queries returned one step ago
+            text = "\n".join(["State replies at the previous step:", *earlier, observation.text])
+            seen = Observation("step", text, observation.day, observation.step_id, observation.menu,
+                               observation.narrative, observation.options, observation.opening,
+                               heartbeat=observation.heartbeat, ledger=observation.ledger)
+        self._signals = self.council.propose(seen, self.channels)
         union: list[str] = []
         for signal in self._signals:
             union += [c for c in signal.query_suggestions if c not in union]
@@ -224,7 +233,8 @@ class ScriptedCouncil:
                        do_not_select=_by_number(canceled))]
 
     def _seen_updates(self, task_id: str, step_id: str) -> list[Any]:
-        return [u for u in self.ix.updates_by_task.get(task_id, []) if self.ix.order[u.step_id] <= self.ix.order[step_id]]
+        now = self.ix.order[step_id]
+        return [u for u in self.ix.updates_by_task.get(task_id, []) if self.ix.order[u.step_id] <= now]
 
     def _canceled_texts(self, observation: Observation) -> list[str]:
         out = []
