@@ -75,6 +75,32 @@ def test_vote_replays_against_hand_counts() -> None:
     assert runs["uq+majority"]["replay_of"] == "uq"
 
 
+class FlakyCouncil(FixedCouncil):
+    """Raises at the first call of step 2 (an endpoint outage), then answers as :class:`FixedCouncil`."""
+
+    def __init__(self) -> None:
+        self.failed = False
+
+    def propose(self, observation: Observation, channels: list[str]) -> list[Signal]:
+        if observation.step_id == "d1_s02" and not self.failed:
+            self.failed = True
+            raise ConnectionError("subagents unreachable")
+        return super().propose(observation, channels)
+
+
+def test_a_council_failure_is_a_protocol_error_and_the_step_is_played_again() -> None:
+    week = a4_week()
+    agent = HierarchicalAgent(FlakyCouncil(), Oracle(week), ["clock", "calendar"])
+    events = run_week(week, agent, RuntimeConfig(hierarchical=True), run_id="uq")
+    errors = [e for e in events if e["type"] == "protocol_error"]
+    assert [(e["step_id"], e["error"]) for e in errors] == [
+        ("d1_s02", "agent raised ConnectionError: subagents unreachable")]
+    assert [e["step_id"] for e in events if e["type"] == "subagents"] == ["d1_s01", "d1_s02", "d1_s03"]
+    runs = {r["run_id"]: r for r in score_trajectory(week, events)["runs"]}
+    assert (runs["uq"]["tp"], runs["uq"]["fp"], runs["uq"]["protocol_errors"]) == (3, 0, 1)
+    assert (runs["uq+majority"]["tp"], runs["uq+majority"]["fp"]) == (2, 1)  # the retried step's votes count
+
+
 def test_replays_are_not_added_twice_or_when_disabled() -> None:
     week = a4_week()
     events = run_week(week, HierarchicalAgent(FixedCouncil(), Oracle(week), ["clock", "calendar"]),

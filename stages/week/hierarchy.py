@@ -163,15 +163,15 @@ class HierarchicalAgent:
         return self.coordinator.act(observation)
 
     def _start_step(self, observation: Observation) -> None:
-        earlier = list(self._replies.values())
-        self._step, self._replies, self._coordinating = observation, {}, False
+        earlier = list(self._replies.values()) if self._step is not None else []
         seen = observation
         if earlier:  # the subagents learn what their suggested queries returned one step ago
             text = "\n".join(["State replies at the previous step:", *earlier, observation.text])
             seen = Observation("step", text, observation.day, observation.step_id, observation.menu,
                                observation.narrative, observation.options, observation.opening,
                                heartbeat=observation.heartbeat, ledger=observation.ledger)
-        self._signals = self.council.propose(seen, self.channels)
+        self._signals = self.council.propose(seen, self.channels)  # may raise: the step is then offered again
+        self._step, self._replies, self._coordinating = observation, {}, False
         union: list[str] = []
         for signal in self._signals:
             union += [c for c in signal.query_suggestions if c not in union]

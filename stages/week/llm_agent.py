@@ -88,8 +88,14 @@ class LLMCouncil:
     def propose(self, observation: Observation, channels: list[str]) -> list[Signal]:
         requests = [agent.request_for(observation.text, f"{observation.step_id}:{role}")
                     for role, agent in self.members.items()]
+        try:
+            results = self.client.map(requests, desc="subagents")
+        except Exception:
+            for agent in self.members.values():
+                agent.turns.pop()  # keep each conversation alternating; the runtime offers the step again
+            raise
         signals = []
-        for (role, agent), result in zip(self.members.items(), self.client.map(requests, desc="subagents")):
+        for (role, agent), result in zip(self.members.items(), results):
             try:
                 raw = agent.accept(result)
             except LLMAgentError as exc:
