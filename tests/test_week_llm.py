@@ -48,6 +48,7 @@ def test_llm_agent_plays_through_the_runtime(llama_server: LlamaServer, tmp_path
     assert json.loads(json.dumps(run)) == run
 
 
+@pytest.mark.slow  # twelve SmolLM2 requests
 def test_union_query_council_over_the_real_protocol(llama_server: LlamaServer) -> None:  # noqa: F811
     from stages.week.hierarchy import HierarchicalAgent, coordinator_prompt
     from stages.week.llm_agent import LLMCouncil
