@@ -101,6 +101,37 @@ def test_a_council_failure_is_a_protocol_error_and_the_step_is_played_again() ->
     assert (runs["uq+majority"]["tp"], runs["uq+majority"]["fp"]) == (2, 1)  # the retried step's votes count
 
 
+class FlakyCoordinator:
+    """Fails on its first view of step 2, then selects the handles of every ``Cue for`` it is shown."""
+
+    name = "flaky-coordinator"
+
+    def __init__(self) -> None:
+        self.seen: list[Observation] = []
+
+    def act(self, observation: Observation) -> str:
+        self.seen.append(observation)
+        if observation.step_id == "d1_s02" and len(self.seen) == 2:
+            raise TimeoutError("coordinator timed out")
+        picks = {"budget_note": "task_1", "moved_calendar_call": "task_2", "manager_checkin": "task_3"}
+        handles = [h for name, h in picks.items() if f"Cue for {name}." in observation.text]
+        return json.dumps({"action": "choose", "choice": "A", "task_ids": handles, "channel": "NONE"})
+
+
+def test_a_coordinator_failure_offers_it_the_same_combined_view_again() -> None:
+    week = a4_week()
+    coordinator = FlakyCoordinator()
+    events = run_week(week, HierarchicalAgent(FixedCouncil(), coordinator, ["clock", "calendar"]),
+                      RuntimeConfig(hierarchical=True), run_id="uq")
+    # step 2: the runtime offers the calendar reply again, the coordinator gets its combined view again
+    retried = [o for o in coordinator.seen if o.step_id == "d1_s02"]
+    assert len(retried) == 2 and retried[0].text == retried[1].text and "Subagent signals:" in retried[1].text
+    assert retried[1].replies == {"calendar": "State [calendar]: Cue for moved_calendar_call."}
+    assert [e["step_id"] for e in events if e["type"] == "query"] == ["d1_s01", "d1_s02", "d1_s03"]
+    run = score_trajectory(week, events, replays=False)["runs"][0]
+    assert (run["tp"], run["fp"], run["fn"], run["protocol_errors"]) == (3, 0, 0, 1)
+
+
 def test_replays_are_not_added_twice_or_when_disabled() -> None:
     week = a4_week()
     events = run_week(week, HierarchicalAgent(FixedCouncil(), Oracle(week), ["clock", "calendar"]),

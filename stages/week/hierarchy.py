@@ -136,6 +136,7 @@ class HierarchicalAgent:
         self._queue: list[str] = []
         self._replies: dict[str, str] = {}
         self._coordinating = False
+        self._view_seen = False  # the coordinator has answered its combined view of this step
         self._trace: list[dict[str, Any]] = []
 
     def pop_trace(self) -> list[dict[str, Any]]:
@@ -151,15 +152,15 @@ class HierarchicalAgent:
     def act(self, observation: Observation) -> str:
         if observation.kind == "step" and (self._step is None or observation.step_id != self._step.step_id):
             self._start_step(observation)
-        elif observation.kind == "step" and self._coordinating:
-            return self.coordinator.act(self._coordinator_view())  # offered again after a failure
         elif observation.kind == "state" and not self._coordinating and observation.channel:
             self._replies[observation.channel] = observation.text
-        if not self._coordinating:
-            if self._queue:
-                return _query_action(self._queue.pop(0))
-            self._coordinating = True
-            return self.coordinator.act(self._coordinator_view())
+        if not self._coordinating and self._queue:
+            return _query_action(self._queue.pop(0))
+        self._coordinating = True
+        if not self._view_seen:  # first turn, or offered again after the coordinator failed on its view
+            reply = self.coordinator.act(self._coordinator_view())
+            self._view_seen = True
+            return reply
         return self.coordinator.act(observation)
 
     def _start_step(self, observation: Observation) -> None:
@@ -171,7 +172,7 @@ class HierarchicalAgent:
                                observation.narrative, observation.options, observation.opening,
                                heartbeat=observation.heartbeat, ledger=observation.ledger)
         self._signals = self.council.propose(seen, self.channels)  # may raise: the step is then offered again
-        self._step, self._replies, self._coordinating = observation, {}, False
+        self._step, self._replies, self._coordinating, self._view_seen = observation, {}, False, False
         union: list[str] = []
         for signal in self._signals:
             union += [c for c in signal.query_suggestions if c not in union]
