@@ -40,8 +40,33 @@ def test_llm_agent_plays_through_the_runtime(llama_server: LlamaServer, tmp_path
     replies = [e for e in loaded if e["type"] in ("choose", "query", "protocol_error") and not e.get("forced")]
     assert len(replies) == 3  # exactly one reply per step: an action, or a recorded protocol error
     assert client.stats.as_dict()["requests"] >= len(replies)  # retries under load may add requests
+    assert client.stats.as_dict()["failures"] == 0  # the server answered (a crashed one fails every request)
     assert all(turn[0] in ("user", "assistant") for turn in agent.turns)
     run = score_trajectory(week, loaded)["runs"][0]
     assert run["tp"] + run["fn"] == 3 and run["missing_steps"] == 0
     assert run["protocol_errors"] == sum(e["type"] == "protocol_error" for e in loaded)
     assert json.loads(json.dumps(run)) == run
+
+
+@pytest.mark.slow  # twelve SmolLM2 requests
+def test_union_query_council_over_the_real_protocol(llama_server: LlamaServer) -> None:  # noqa: F811
+    from stages.week.hierarchy import HierarchicalAgent, coordinator_prompt
+    from stages.week.llm_agent import LLMCouncil
+
+    week = a4_week()
+    client = LLMClient(LLMConfig(base_url=llama_server.base_url, timeout=300))
+    channels = [c.name for c in week.channels]
+    config = RuntimeConfig(max_turns_per_step=1, hierarchical=True)
+    council = LLMCouncil(client, channels, context_tokens=1500, max_tokens=40)
+    coordinator = LLMAgent(client, coordinator_prompt(system_prompt(channels, "off", False, 8)),
+                           context_tokens=1500, max_tokens=40)
+    events = run_week(week, HierarchicalAgent(council, coordinator, channels, council.prompts), config, run_id="uq")
+    council_events = [e for e in events if e["type"] == "subagents"]
+    assert [e["step_id"] for e in council_events] == ["d1_s01", "d1_s02", "d1_s03"]
+    for event in council_events:  # every subagent reply became a signal: parsed, or an error
+        assert [s["role"] for s in event["signals"]] == ["event_watcher", "status_watcher", "update_watcher"]
+        assert all(s["error"] is None or s["error"].startswith(("not one JSON", "no answer")) for s in event["signals"])
+    assert events[-1]["llm"]["requests"] >= 3 * 4 and events[-1]["llm"]["failures"] == 0
+    report = score_trajectory(week, events)
+    assert [r["setup"] for r in report["runs"]] == ["union-query", "majority-vote", "unanimous-vote"]
+    assert all(r["tp"] + r["fn"] == 3 for r in report["runs"])

@@ -58,6 +58,7 @@ def _run(week: Week, run_id: str, picks: dict[str, list[str]]) -> list[dict[str,
     for step in week.days[0].steps:
         events.append({"type": "choose", "run_id": run_id, "day": 1, "step_id": step.id, "choice": "A",
                        "task_ids": [handle[r] for r in picks.get(step.id, [])]})
+    events.append({"type": "run_end", "run_id": run_id, "steps": len(week.days[0].steps), "protocol_errors": 0})
     return events
 
 
@@ -181,4 +182,4 @@ def test_runs_scoped_to_some_days_are_scored_on_those_days_only() -> None:
     assert (r["tp"], r["fp"], r["fn"], r["missing_steps"]) == (len(due), 0, 0, 0)
     stray = dict(events[-2], step_id="d1_s01", day=1)
     with pytest.raises(ScoringError, match="outside the run's days"):
-        score_trajectory(week, events[:-1] + [stray])
+        score_trajectory(week, events[:-1] + [stray, events[-1]])

@@ -21,8 +21,10 @@ from stages.week.generator import GenerationError, generate_week
 from stages.week.model import Week, dump_week
 from stages.week.oracle import audit_week
 from stages.week.policies import POLICIES, make_policy
+from stages.week.report import format_table, setup_rows
 from stages.week.runtime import RuntimeConfig, TrajectoryError, read_trajectory, run_week, write_trajectory
 from stages.week.scorer import ScoringError, score_trajectory
+from stages.week.setups import PLAY_SETUPS
 from stages.week.stats import week_stats
 from stages.week.validator import validate_week
 
@@ -64,11 +66,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sco.add_argument("trajectory", type=Path, nargs="+")
     sco.add_argument("--week", type=Path, required=True)
     sco.add_argument("--json", action="store_true", help="print one JSON object")
+    sco.add_argument("--allow-partial", action="store_true",
+                     help="score runs cut before their run_end over the steps they reached (flagged PARTIAL)")
     play = sub.add_parser("play", help="run a reference policy through the runtime and log its trajectory")
     play.add_argument("--policy", choices=sorted(POLICIES) + ["llm"], required=True,
                       help="a reference policy, or llm (an OpenAI-compatible endpoint)")
     play.add_argument("--week", type=Path, required=True)
     play.add_argument("--out", type=Path, required=True, help="trajectory JSONL to write")
+    play.add_argument("--setup", choices=sorted(PLAY_SETUPS), default=None,
+                      help="one of the paper's live setups (sets --heartbeat / --ledger; union-query adds the "
+                           "three subagents; its vote replays are scored by 'week score')")
     play.add_argument("--heartbeat", choices=("off", "optional", "auto30", "auto60"), default="off")
     play.add_argument("--ledger", action="store_true", help="todo-ledger mode")
     play.add_argument("--max-handles", type=int, default=8, help="handles allowed per choose (0 = no limit)")
@@ -156,9 +163,13 @@ def _score(args: argparse.Namespace) -> int:
     for path in args.trajectory:
         events += read_trajectory(path)
     try:
-        report = score_trajectory(week, events)
+        report = score_trajectory(week, events, allow_partial=args.allow_partial)
     except ScoringError as exc:
         raise ScoringError(f"{', '.join(map(str, args.trajectory))}: {exc}") from None
+    report["setups"] = setup_rows(report)
+    if report["partial_runs"]:
+        print(f"warning: PARTIAL score: run(s) {', '.join(report['partial_runs'])} have no run_end and are scored "
+              "only up to their last step", file=sys.stderr)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
         return 0
@@ -166,9 +177,12 @@ def _score(args: argparse.Namespace) -> int:
     print(f"week {report['week_id']}: {report['n_runs']} run(s); macro Set-F1 {report['macro_set_f1']:.4f}; "
           f"micro Set-F1 {micro['set_f1']:.4f} (P {micro['precision']:.4f}, R {micro['recall']:.4f}; "
           f"TP {micro['tp']} FP {micro['fp']} FN {micro['fn']})")
+    print(format_table(report["setups"]))
     for run_score in report["runs"]:
         rates = run_score["hit_rates"]
-        print(f"  {run_score['run_id']} ({run_score['agent']}): Set-F1 {run_score['set_f1']:.4f} "
+        flag = " [PARTIAL]" if run_score["partial"] else ""
+        print(f"  {run_score['run_id']}{flag} ({run_score['agent']}, {run_score['setup']}): "
+              f"Set-F1 {run_score['set_f1']:.4f} "
               f"P {run_score['precision']:.4f} R {run_score['recall']:.4f} | hit {run_score['hits']} "
               f"late {run_score['late']} miss {run_score['misses']} false-alarm {run_score['false_alarms']} "
               f"wrong-content {run_score['wrong_content']} update-viol {run_score['update_violations']} "
@@ -180,26 +194,38 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setup_options(args: argparse.Namespace) -> dict[str, Any]:
+    """heartbeat / ledger / hierarchical from ``--setup`` (refused beside a conflicting flag) or the flags."""
+    if args.setup is None:
+        return {"heartbeat": args.heartbeat, "ledger": args.ledger, "hierarchical": False}
+    if args.heartbeat != "off" or args.ledger:
+        raise WeekCommandError(f"--setup {args.setup} already sets the heartbeat and ledger; drop --heartbeat/--ledger")
+    return dict(PLAY_SETUPS[args.setup])
+
+
 def _play(args: argparse.Namespace) -> int:
     week = _checked_week(args.week)
     cap = args.max_handles or None
     days = tuple(sorted(set(args.days))) if args.days else None
     if days and not set(days) <= {d.index for d in week.days}:
         raise WeekCommandError(f"{args.week}: --days {' '.join(map(str, days))} names a day the week does not have")
-    config = RuntimeConfig(heartbeat=args.heartbeat, ledger=args.ledger, max_handles=cap,
-                           max_turns_per_step=max(1, args.max_turns), days=days)
+    config = RuntimeConfig(**_setup_options(args), max_handles=cap, max_turns_per_step=max(1, args.max_turns),
+                           days=days)
     policy = _llm_agent(args, week, config) if args.policy == "llm" else make_policy(args.policy, week, cap)
+    if config.hierarchical:
+        policy = _hierarchical(args, week, config, policy)
     events = run_week(week, policy, config, run_id=args.run_id or args.policy)
     write_trajectory(args.out, events, append=args.append)
-    report = score_trajectory(week, events)
-    print(f"{args.out}: {args.policy} Set-F1 {report['micro']['set_f1']:.4f} "
+    report = score_trajectory(week, events, replays=False)
+    print(f"{args.out}: {args.policy} ({report['runs'][0]['setup']}) Set-F1 {report['micro']['set_f1']:.4f} "
           f"(TP {report['micro']['tp']} FP {report['micro']['fp']} FN {report['micro']['fn']})")
     return 0
 
 
-def _llm_agent(args: argparse.Namespace, week: Week, config: RuntimeConfig) -> object:
-    """An :class:`LLMAgent` on the endpoint from the flags or the environment."""
+def _llm_agent(args: argparse.Namespace, week: Week, config: RuntimeConfig) -> Any:
+    """An :class:`LLMAgent` on the endpoint from the flags or the environment (the coordinator if hierarchical)."""
     from pipeline.llm import LLMClient
+    from stages.week.hierarchy import coordinator_prompt
     from stages.week.llm_agent import LLMAgent
     from stages.week.protocol import system_prompt
 
@@ -207,4 +233,19 @@ def _llm_agent(args: argparse.Namespace, week: Week, config: RuntimeConfig) -> o
     if client is None:
         raise WeekCommandError("--policy llm needs an endpoint: pass --llm-base-url or set OPENAI_BASE_URL")
     prompt = system_prompt([c.name for c in week.channels], config.heartbeat, config.ledger, config.max_handles)
+    if config.hierarchical:
+        prompt = coordinator_prompt(prompt)
     return LLMAgent(client, prompt, context_tokens=args.context_tokens)
+
+
+def _hierarchical(args: argparse.Namespace, week: Week, config: RuntimeConfig, coordinator: Any) -> Any:
+    """The union-query agent: LLM subagents for --policy llm, else the scripted council, around ``coordinator``."""
+    from stages.week.hierarchy import HierarchicalAgent, ScriptedCouncil
+    from stages.week.llm_agent import LLMCouncil
+
+    channels = [c.name for c in week.channels]
+    if args.policy == "llm":
+        council = LLMCouncil(coordinator.client, channels, context_tokens=args.context_tokens)
+        prompts = {**council.prompts, "coordinator": coordinator.system_prompt}
+        return HierarchicalAgent(council, coordinator, channels, prompts)
+    return HierarchicalAgent(ScriptedCouncil(week), coordinator, channels)

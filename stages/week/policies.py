@@ -79,7 +79,7 @@ class Oracle:
             target = update.new_target_time or target
         return canceled, cue_id, target
 
-    def _pending(self, obs: Observation) -> list[tuple[Task, str | None, str | None]]:
+    def pending(self, obs: Observation) -> list[tuple[Task, str | None, str | None]]:
         out = []
         for task in self.ix.week.tasks:
             if task.day != obs.day or task.id in self.completed or not self.ix.is_known_at(task.id, obs.step_id):
@@ -91,14 +91,14 @@ class Oracle:
                 out.append((task, cue_id, target))
         return out
 
-    def _source(self, task: Task, cue_id: str | None) -> str:
+    def source_of(self, task: Task, cue_id: str | None) -> str:
         return CLOCK if task.trigger == "time" else self.ix.cues[cue_id].source if cue_id in self.ix.cues else NARRATIVE
 
     def act(self, observation: Observation) -> str:
         if observation.kind == "step":
-            self.observation, self.replies = observation, {}
-            sources = {self._source(t, c) for t, c, _ in self._pending(observation)}
-            self.queue = sorted(sources - {NARRATIVE})
+            self.observation, self.replies = observation, dict(observation.replies)
+            sources = {self.source_of(t, c) for t, c, _ in self.pending(observation)}
+            self.queue = sorted(sources - {NARRATIVE} - set(self.replies))
         elif observation.kind == "state" and observation.channel:
             self.replies[observation.channel] = observation.text
         if self.queue:
@@ -112,8 +112,8 @@ class Oracle:
         by_text = {text: handle for handle, text in obs.menu.items()}
         clock = CLOCK_REPLY.search(self.replies.get(CLOCK, ""))
         chosen: list[str] = []
-        for task, cue_id, target in self._pending(obs):
-            source = self._source(task, cue_id)
+        for task, cue_id, target in self.pending(obs):
+            source = self.source_of(task, cue_id)
             if source == CLOCK:
                 fired = clock is not None and clock.group(1) == target
             else:

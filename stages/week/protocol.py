@@ -41,7 +41,7 @@ class Action:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-def _strip_fences(text: str) -> str:
+def strip_fences(text: str) -> str:
     text = text.strip()
     if text.startswith("```") and text.endswith("```"):
         text = text[3:-3].strip()
@@ -58,7 +58,7 @@ def parse_action(raw: str, channels: list[str], menu: set[str], max_handles: int
                  ledger_mode: bool) -> tuple[Action | None, str | None]:
     """Validate one agent reply; returns (action, None) or (None, error message)."""
     try:
-        obj = json.loads(_strip_fences(raw))
+        obj = json.loads(strip_fences(raw))
     except (json.JSONDecodeError, TypeError, ValueError) as exc:
         return None, f"not one JSON object ({exc.__class__.__name__})"
     if not isinstance(obj, dict):

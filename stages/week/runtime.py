@@ -30,6 +30,7 @@ class RuntimeConfig:
     max_handles: int | None = 8
     max_turns_per_step: int = 12
     days: tuple[int, ...] | None = None  # play only these days (a smoke run); None = the whole week
+    hierarchical: bool = False  # the union-query multi-agent setup (the agent is a HierarchicalAgent)
 
 
 @dataclass
@@ -47,10 +48,16 @@ class Observation:
     channel: str | None = None
     heartbeat: bool = False
     ledger: list[dict[str, Any]] | None = None
+    replies: dict[str, str] = field(default_factory=dict)  # channel -> state line already fetched this step
 
 
 class Agent(Protocol):
-    """Anything that answers observations with one JSON action string per turn."""
+    """Anything that answers observations with one JSON action string per turn.
+
+    Optional extras the runtime uses when present: ``pop_trace() -> list[dict]`` (events to log
+    at the current step, e.g. the subagent signals of the hierarchical setup) and ``cost() ->
+    dict`` (LLM request counters, written into ``run_end`` as ``llm``).
+    """
 
     name: str
 
@@ -98,6 +105,8 @@ def run_week(week: Week, agent: Agent, config: RuntimeConfig = RuntimeConfig(), 
         "type": "run_start", "run_id": run_id, "week_id": week.id, "week_sha256": week.digest(),
         "agent": agent.name, "config": {**asdict(config), "days": list(config.days) if config.days else None},
         "system_prompt": system_prompt(channels, config.heartbeat, config.ledger, config.max_handles)}]
+    if isinstance(getattr(agent, "prompts", None), dict):
+        events[0]["prompts"] = dict(agent.prompts)  # the hierarchical setup's subagent / coordinator prompts
     state = _RunState()
     for day in week.days:
         if config.days is not None and day.index not in config.days:
@@ -108,8 +117,18 @@ def run_week(week: Week, agent: Agent, config: RuntimeConfig = RuntimeConfig(), 
         for step in day.steps:
             events += _play_step(ix, day, step, agent, config, state, channels, run_id)
     played = sum(len(d.steps) for d in week.days if config.days is None or d.index in config.days)
-    events.append({"type": "run_end", "run_id": run_id, "steps": played, "protocol_errors": state.errors})
+    end: dict[str, Any] = {"type": "run_end", "run_id": run_id, "steps": played, "protocol_errors": state.errors}
+    cost = getattr(agent, "cost", None)
+    if callable(cost):
+        end["llm"] = cost()
+    events.append(end)
     return events
+
+
+def _trace(agent: Agent, base: dict[str, Any]) -> list[dict[str, Any]]:
+    """Events the agent wants logged at this step (``pop_trace``), stamped with run, day and step."""
+    pop = getattr(agent, "pop_trace", None)
+    return [{**event, **base} for event in pop()] if callable(pop) else []
 
 
 def _play_step(ix: WeekIndex, day: Day, step: Step, agent: Agent, config: RuntimeConfig, state: _RunState,
@@ -134,10 +153,12 @@ def _play_step(ix: WeekIndex, day: Day, step: Step, agent: Agent, config: Runtim
         try:
             raw = agent.act(message)
         except Exception as exc:  # noqa: BLE001 - an agent failure is recorded, never fatal to the run
+            events += _trace(agent, base)
             state.errors += 1
             events.append({**base, "type": "protocol_error", "raw": "",
                            "error": f"agent raised {exc.__class__.__name__}: {exc}"[:2000]})
             continue  # the same observation is offered again
+        events += _trace(agent, base)
         action, error = parse_action(raw, channels, set(menu), config.max_handles, config.ledger)
         if action is not None and action.kind == "set_heartbeat" and config.heartbeat != "optional":
             action, error = None, "set_heartbeat is only available in the optional-heartbeat mode"

@@ -5,6 +5,11 @@ In: a week and trajectory events (one or more runs, told apart by ``run_id``). O
 mean of per-run Set-F1). Per step ``t``: ``TP += |D_t & A_t|``, ``FP += |A_t - D_t|``,
 ``FN += |D_t - A_t|``, where ``D_t`` is the week's due set and ``A_t`` the task and lure
 ids behind the handles of the step's ``choose``. Set-F1 = 2TP / (2TP + FP + FN).
+
+Every run must end with its ``run_end`` event: a run cut before it (a killed or still running
+``week play``) is refused, or with ``allow_partial`` scored over the steps it reached and
+marked ``partial``. Each hierarchical union-query run also yields its majority and unanimous
+vote replays (:mod:`stages.week.replay`), scored as two more runs.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from typing import Any
 
 from stages.week.index import WeekIndex
 from stages.week.model import CLOCK, NARRATIVE, Week
+from stages.week.replay import VOTES, replay_run_id, vote_replay
+from stages.week.setups import setup_of
 
 
 class ScoringError(ValueError):
@@ -36,6 +43,10 @@ class RunScore:
 
     run_id: str
     agent: str
+    setup: str = "single"
+    partial: bool = False
+    replay_of: str | None = None
+    llm_requests: int | None = None
     tp: int = 0
     fp: int = 0
     fn: int = 0
@@ -140,13 +151,23 @@ def _scope(run_id: str, events: list[dict[str, Any]]) -> set[int] | None:
     return set(days)
 
 
-def score_run(ix: WeekIndex, run_id: str, agent: str, events: list[dict[str, Any]]) -> RunScore:
-    """Replay one run's events against the week's due sets (only the days it played, if scoped)."""
-    score = RunScore(run_id, agent)
+def score_run(ix: WeekIndex, run_id: str, agent: str, events: list[dict[str, Any]], partial: bool = False) -> RunScore:
+    """Replay one run's events against the week's due sets (only the days it played, if scoped).
+
+    A ``partial`` run (cut before ``run_end``) is scored only up to its last ``choose``.
+    """
+    start = next((e for e in events if e.get("type") == "run_start"), {})
+    end = next((e for e in events if e.get("type") == "run_end"), {})
+    requests = (end.get("llm") or {}).get("requests") if isinstance(end.get("llm"), dict) else None
+    score = RunScore(run_id, agent, setup=setup_of(start), partial=partial,
+                     replay_of=start.get("replay_of"), llm_requests=requests if isinstance(requests, int) else None)
     days = _scope(run_id, events)
     chosen = _selections(ix, run_id, events, score)
+    reached = max((ix.order[s] for s in chosen), default=-1) if partial else len(ix.order)
     completed: dict[str, str] = {}
     for step_id in sorted(ix.order, key=ix.order.__getitem__):
+        if ix.order[step_id] > reached:
+            break
         if days is not None and ix.steps[step_id].day not in days:
             if step_id in chosen:
                 raise ScoringError(f"run {run_id} step {step_id}: choose outside the run's days {sorted(days)}")
@@ -179,6 +200,9 @@ def score_run(ix: WeekIndex, run_id: str, agent: str, events: list[dict[str, Any
     for task_id in ix.scored_task_ids():
         if days is not None and ix.tasks[task_id].day not in days:
             continue
+        due_step = ix.due_step_of.get(task_id)
+        if partial and (due_step is None or ix.order[due_step] > reached):
+            continue  # not reached before the cut
         on_time = completed.get(task_id) == ix.due_step_of.get(task_id)
         if task_id not in completed:
             score.misses += 1
@@ -201,22 +225,54 @@ def _is_stale(ix: WeekIndex, task_id: str, step_id: str) -> bool:
     return step_id in ix.stale_steps(task_id) and not eff.canceled
 
 
-def score_trajectory(week: Week, events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Score every run in ``events``; returns per-run scores plus micro and macro aggregates."""
-    ix = WeekIndex(week)
+def _group_runs(week: Week, events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Events by ``run_id``; refuses runs of another week and events after a run's ``run_end``."""
     digest = week.digest()
     runs: dict[str, list[dict[str, Any]]] = {}
-    agents: dict[str, str] = {}
     for event in events:
         run_id = str(event.get("run_id", "run-0"))
-        if event.get("type") == "run_start":
-            if event.get("week_sha256") not in (None, digest):
-                raise ScoringError(f"run {run_id} was recorded on another week (week_sha256 differs from {week.id})")
-            agents[run_id] = str(event.get("agent", "unknown"))
-        runs.setdefault(run_id, []).append(event)
+        if event.get("type") == "run_start" and event.get("week_sha256") not in (None, digest):
+            raise ScoringError(f"run {run_id} was recorded on another week (week_sha256 differs from {week.id})")
+        previous = runs.setdefault(run_id, [])
+        if previous and previous[-1].get("type") == "run_end":
+            raise ScoringError(f"run {run_id} has events after its run_end (two runs with one run id? "
+                               "use --run-id to tell them apart)")
+        previous.append(event)
     if not runs:
         raise ScoringError("the trajectory has no events")
-    scores = [score_run(ix, run_id, agents.get(run_id, "unknown"), evs) for run_id, evs in runs.items()]
+    return runs
+
+
+def _is_cut(run_events: list[dict[str, Any]]) -> bool:
+    return run_events[-1].get("type") != "run_end"
+
+
+def score_trajectory(week: Week, events: list[dict[str, Any]], allow_partial: bool = False,
+                     replays: bool = True) -> dict[str, Any]:
+    """Score every run in ``events``; returns per-run scores plus micro and macro aggregates.
+
+    Raises :class:`ScoringError` for a run without ``run_end`` unless ``allow_partial``.
+    With ``replays``, every union-query run adds its two vote replays (unless already present).
+    """
+    ix = WeekIndex(week)
+    runs = _group_runs(week, events)
+    for run_id, run_events in runs.items():
+        if _is_cut(run_events) and not allow_partial:
+            steps = sum(e.get("type") == "choose" for e in run_events)
+            raise ScoringError(f"run {run_id} has no run_end: the trajectory was cut after {steps} step(s); "
+                               "rerun it, or pass --allow-partial to score the steps it reached")
+    if replays:
+        for run_id, run_events in list(runs.items()):
+            start = next((e for e in run_events if e.get("type") == "run_start"), {})
+            if setup_of(start) != "union-query":
+                continue
+            for vote in VOTES:
+                derived = replay_run_id(run_id, vote)
+                if derived not in runs:
+                    runs[derived] = vote_replay(run_events, vote, ix.menus)
+    agents = {run_id: str(next((e.get("agent", "unknown") for e in evs if e.get("type") == "run_start"), "unknown"))
+              for run_id, evs in runs.items()}
+    scores = [score_run(ix, run_id, agents[run_id], evs, partial=_is_cut(evs)) for run_id, evs in runs.items()]
     tp, fp, fn = (sum(getattr(s, k) for s in scores) for k in ("tp", "fp", "fn"))
     return {
         "week_id": week.id,
@@ -224,5 +280,6 @@ def score_trajectory(week: Week, events: list[dict[str, Any]]) -> dict[str, Any]
         "micro": {"tp": tp, "fp": fp, "fn": fn, "precision": _ratio(tp, tp + fp), "recall": _ratio(tp, tp + fn),
                   "set_f1": set_f1(tp, fp, fn)},
         "macro_set_f1": sum(s.set_f1 for s in scores) / len(scores),
+        "partial_runs": sorted(s.run_id for s in scores if s.partial),
         "runs": [s.as_json() for s in scores],
     }
