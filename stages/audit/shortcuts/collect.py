@@ -80,7 +80,7 @@ class ShortcutCollector:
         record.hits["chance"] = finders.chance_top1(turns)
         record.hits["chance_topk"] = finders.chance_topk(turns, finders.TOP_K)
         if text_now:
-            record.hits |= finders.similarity_hits(turns, None)
+            record.hits |= finders.similarity(turns, None)[0]
             turns.texts = None
         position = len(self.rows)
         self.rows.append(record)
@@ -105,8 +105,8 @@ class ShortcutCollector:
             pair = None
             if vectors:
                 pair = (np.vstack([vectors[t] for t in turns.texts]), vectors[turns.trigger_text])
-            self.rows[position].hits |= finders.similarity_hits(turns, pair)
-            features[position] = finders.similarity_features(turns, pair)
+            hits, features[position] = finders.similarity(turns, pair)
+            self.rows[position].hits |= hits
             turns.texts = None
         return features
 

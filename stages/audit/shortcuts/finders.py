@@ -120,8 +120,10 @@ def bm25_scores(texts: list[str], query: str) -> Scores:
     return np.round(np.asarray(retriever.get_scores(query_tokens), dtype=float), 6)
 
 
-def similarity_hits(turns: RowTurns, embeddings: tuple[np.ndarray, np.ndarray] | None) -> dict[str, float]:
-    """Hits of the similarity and retrieval finders for one row (texts must be kept).
+def similarity(turns: RowTurns, embeddings: tuple[np.ndarray, np.ndarray] | None) -> tuple[dict[str, float], np.ndarray]:
+    """Hits of the similarity and retrieval finders for one row (texts must be kept), and the
+    per-candidate similarity features the learned finder reads (TF-IDF outlier score and cosine to
+    the trigger, BM25 score; with ``embeddings`` also the embedding outlier score and cosine).
 
     ``embeddings``: unit vectors of the candidates and of the trigger, or None to skip the
     embedding finders.
@@ -130,31 +132,25 @@ def similarity_hits(turns: RowTurns, embeddings: tuple[np.ndarray, np.ndarray] |
     constraint = turns.is_constraint
     vectors, query = tfidf_vectors(texts, turns.trigger_text)
     bm25 = bm25_scores(texts, turns.trigger_text)
+    outliers = outlier_scores(vectors)
     hits = {
-        "tfidf_outlier": top1_hit(outlier_scores(vectors), constraint),
+        "tfidf_outlier": top1_hit(outliers, constraint),
         "bm25_trigger_top1": top1_hit(bm25, constraint),
         f"bm25_trigger_top{TOP_K}": topk_hit(bm25, constraint, TOP_K),
     }
+    columns = [outliers, np.asarray(vectors @ query).ravel(), bm25]
     if embeddings is not None:
         candidates, trigger = embeddings
         by_trigger = np.round(candidates @ trigger, 6)
+        embedded = outlier_scores(candidates)
         hits |= {
-            "embedding_outlier": top1_hit(outlier_scores(candidates), constraint),
+            "embedding_outlier": top1_hit(embedded, constraint),
             "embedding_trigger_top1": top1_hit(by_trigger, constraint),
             f"embedding_trigger_top{TOP_K}": topk_hit(by_trigger, constraint, TOP_K),
         }
-    return hits
-
-
-def similarity_features(turns: RowTurns, embeddings: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
-    """Per-candidate similarity features for the learned finder: TF-IDF outlier score and cosine to
-    the trigger, BM25 score, and (when given) the embedding outlier score and cosine to the trigger."""
-    vectors, query = tfidf_vectors(turns.texts or [], turns.trigger_text)
-    columns = [outlier_scores(vectors), np.asarray(vectors @ query).ravel(), bm25_scores(turns.texts or [], turns.trigger_text)]
-    if embeddings is not None:
-        candidates, trigger = embeddings
-        columns += [outlier_scores(candidates), candidates @ trigger]
-    return np.column_stack(columns) if turns.n else np.zeros((0, len(columns)))
+        columns += [embedded, by_trigger]
+    features = np.column_stack(columns) if turns.n else np.zeros((0, len(columns)))
+    return hits, features
 
 
 SIMILARITY_FINDERS = ("tfidf_outlier", "bm25_trigger_top1", f"bm25_trigger_top{TOP_K}",

@@ -81,7 +81,7 @@ def _classifier(rows: int):
     """Boosted trees; leaves may be small when the training set is (label finders see ~100 rows)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    return HistGradientBoostingClassifier(max_iter=100, min_samples_leaf=max(2, min(20, rows // 20)), random_state=0)
+    return HistGradientBoostingClassifier(max_iter=50, min_samples_leaf=max(2, min(20, rows // 20)), random_state=0)
 
 
 def _fit(rows: int, x: np.ndarray, y: np.ndarray):
