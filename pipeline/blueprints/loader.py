@@ -200,12 +200,23 @@ def clean_exchanges(pool: FillerPool, blueprint: Blueprint) -> list[Exchange]:
 
 
 def _check_fillers(corpus: Corpus) -> None:
+    from collections import Counter
+
+    from pipeline.blueprints.slots import render
+    from pipeline.blueprints.stories import story_problems
+
+    families = Counter(s.blueprint.topic for s in corpus.blueprints)
     for sourced in corpus.blueprints:
         blueprint = sourced.blueprint
         pool = corpus.fillers.get(blueprint.topic)
         if pool is None:
             corpus.problems.append(LocatedProblem(sourced.path, sourced.line, "topic", f"no filler pool for topic {blueprint.topic!r}"))
             continue
+        if pool.kind == "story":
+            for field_name, message, rule in story_problems(render(blueprint), pool, families[pool.topic],
+                                                             slot_phrases(blueprint)):
+                corpus.problems.append(LocatedProblem(sourced.path, sourced.line_of(field_name), field_name,
+                                                      f"{message} [{rule}]"))
         clean = len(clean_exchanges(pool, blueprint))
         if clean < MIN_CLEAN_EXCHANGES:
             corpus.problems.append(LocatedProblem(

@@ -20,39 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.text import strip_timestamp
+from pipeline.text import TIME_PATTERNS, strip_timestamp, time_expressions  # noqa: F401 (re-exported)
 
-# Written for this audit, independent of the distractor filter (stages/distractors): clock times,
-# durations, parts of the day, weekdays, dates and relative days.
-_NUMBER = r"(?:\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|forty-five|half an?|a couple of|a few|several)"
-TIME_PATTERNS: dict[str, re.Pattern[str]] = {
-    "clock": re.compile(r"\b(?:[01]?\d|2[0-3])[:.][0-5]\d\b(?!\s*(?:pounds|gbp|£|%))|\b\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.)\b|\bo'clock\b|\bnoon\b|\bmidnight\b", re.I),
-    "duration": re.compile(rf"\b{_NUMBER}[ -](?:minutes?|mins?|hours?|hrs?|seconds?|days?|weeks?|months?|years?)\b", re.I),
-    "part_of_day": re.compile(r"\b(?:this|tomorrow|yesterday|in the|every|on \w+day)\s+(?:morning|afternoon|evening|night)\b|\btonight\b|\bovernight\b", re.I),
-    "weekday": re.compile(r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)s?\b", re.I),
-    "date": re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:january|february|march|april|june|july|august|september|october|november|december)\s+\d{1,2}\b", re.I),
-    "relative_day": re.compile(r"\b(?:today|tomorrow|yesterday|next week|last week)\b", re.I),
-}
-
-
-# Words without which no pattern above can match (plus digits followed by ':', '.', am/pm or a date):
-# a cheap set test lets most texts skip the regexes.
-_TIME_WORDS = frozenset("""minute minutes min mins hour hours hr hrs second seconds day days week weeks month months
-year years morning afternoon evening night tonight overnight monday tuesday wednesday thursday friday saturday
-sunday mondays tuesdays wednesdays thursdays fridays saturdays sundays weekend weekends today tomorrow yesterday
-noon midnight o'clock am pm a.m p.m january february march april may june july august september october november
-december jan feb mar apr jun jul aug sep sept oct nov dec""".split())
-_WORD = re.compile(r"[a-z][a-z'.]*")
-_DIGIT_TIME = re.compile(r"\d\s*[:.apAP]|\d{4}-\d{2}|\d(?:st|nd|rd|th)\b")
 _PUNCTUATION = re.compile(r"[!,;:\"'\d]")
-
-
-def time_expressions(text: str) -> list[str]:
-    """Names of the time-expression patterns found in ``text`` (empty when none)."""
-    lower = text.lower()
-    if not (set(w.rstrip(".'") for w in _WORD.findall(lower)) & _TIME_WORDS or _DIGIT_TIME.search(lower)):
-        return []
-    return [name for name, pattern in TIME_PATTERNS.items() if pattern.search(text)]
 
 
 @dataclass

@@ -1,0 +1,81 @@
+"""Story-pool lint: the checks a v2 seed (one whose ``topic`` names a ``kind: story`` pool) must pass.
+
+In: a blueprint, its story pool and how many seed families use that pool. Out: ``(field, message,
+rule)`` problems, located by the loader. A story pool is one scenario's conversation, so it must
+be long enough, name no slot value, carry no time expression (times come from the typing model),
+and the turns the dialogue builder places among its exchanges (the constraint, the Neg-Clean
+resolution, the Pos-Clean update) must read as ordinary exchanges of it: replies of ordinary length.
+Also here: the RM probe in the user's own voice, with no answer alias to echo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pipeline.blueprints.schema import Blueprint
+from pipeline.text import mentions, time_expressions
+
+MIN_STORY_EXCHANGES = 12
+MAX_FAMILIES_PER_STORY = 3
+REPLY_WORDS = (40, 240)  # story replies run 60-160 words; placed turns' replies must not stand out
+FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "my", "me", "we", "our", "us"})
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _reply_problems(bp: Blueprint) -> Iterator[tuple[str, str, str]]:
+    low, high = REPLY_WORDS
+    placed = [(f"constraints.{i}.reply", c.reply) for i, c in enumerate(bp.constraints)]
+    if bp.negative is not None and bp.negative.kind in ("resolution", "flip_state"):
+        placed.append(("negative.reply", bp.negative.reply))
+    if bp.update is not None:
+        placed.append(("update.reply", bp.update.reply))
+    for field, reply in placed:
+        if reply is None:
+            yield field, "a reply is required here (it is placed among the story's exchanges)", "story-reply"
+        elif not low <= _words(reply) <= high:
+            yield field, (f"{_words(reply)} words; a reply placed among story exchanges needs {low}-{high} "
+                          "(an odd length marks the turn)"), "story-reply"
+
+
+def story_problems(bp: Blueprint, pool, families: int, slot_phrases: set[str]) -> list[tuple[str, str, str]]:
+    """Problems of a v2 seed and its story ``pool`` (a ``FillerPool`` with ``kind: story``)."""
+    out: list[tuple[str, str, str]] = []
+    if len(pool.exchanges) < MIN_STORY_EXCHANGES:
+        out.append(("topic", f"story {pool.topic!r} has {len(pool.exchanges)} exchanges; need {MIN_STORY_EXCHANGES}",
+                    "story-size"))
+    if families > MAX_FAMILIES_PER_STORY:
+        out.append(("topic", f"story {pool.topic!r} is used by {families} seed families; at most "
+                             f"{MAX_FAMILIES_PER_STORY}", "story-shared"))
+    for index, exchange in enumerate(pool.exchanges):
+        for side in ("user", "assistant"):
+            text = getattr(exchange, side)
+            named = sorted(p for p in slot_phrases if mentions(text, p))
+            if named:
+                out.append(("topic", f"story {pool.topic!r} exchange {index} {side} names {named}", "story-slots"))
+            found = time_expressions(text)
+            if found:
+                out.append(("topic", f"story {pool.topic!r} exchange {index} {side} has a time expression "
+                                     f"({', '.join(found)}); times come from the timing model", "story-time"))
+    out += list(_reply_problems(bp))
+    if bp.negative is not None and bp.negative.kind == "resolution" and bp.update is None:
+        out.append(("update", "a resolution negative needs the benign 'update' exchange Pos-Clean carries in its "
+                              "place (variant parity)", "parity-update"))
+    out += _rm_problems(bp)
+    return out
+
+
+def _rm_problems(bp: Blueprint) -> list[tuple[str, str, str]]:
+    if bp.rm is None:
+        return []
+    out = []
+    tokens = {t.strip("?,.!").lower() for t in bp.rm.question.split()}
+    if not tokens & FIRST_PERSON:
+        out.append(("rm.question", "ask in the user's own voice ('Where did I leave my ...?')", "rm-voice"))
+    for alias in [bp.rm.answer, *bp.rm.aliases]:
+        for field, text in (("rm.question", bp.rm.question), ("trigger.text", bp.trigger.text)):
+            if mentions(text, alias):
+                out.append((field, f"contains the answer alias {alias!r}: echoing it would score", "rm-echo"))
+    return out

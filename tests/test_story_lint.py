@@ -1,0 +1,77 @@
+"""Story-pool lint (pipeline/blueprints/stories.py): a v2 seed with its story pool validates, and each
+rule trips on one change made to it."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.blueprints.loader import load_corpus
+from tests.conftest import REPO
+
+VALID = yaml.safe_load((REPO / "tests" / "fixtures" / "valid_blueprint.yaml").read_text(encoding="utf-8"))
+LONG = ("That sounds like a good plan for the ride, and the hotel district is easy to walk once you are "
+        "settled. Most places nearby keep their kitchens open late, the streets are well lit, and the "
+        "concierge desk can usually print a small map or call ahead for a table if you want one. ")
+
+
+def v2_seed() -> dict:
+    seed = copy.deepcopy(VALID)
+    seed["topic"] = "fixture_taxi_story"
+    seed["constraints"][0]["reply"] = LONG
+    seed["negative"]["reply"] = LONG
+    seed["update"] = {"text": "The driver just pointed out the old theatre we are passing, it looks lovely lit up.",
+                      "reply": LONG}
+    seed["rm"]["question"] = "Where did I put my {item} for the ride?"
+    return seed
+
+
+def story(count: int = 12) -> dict:
+    questions = ["Which neighbourhood near the hotel is nicest for a walk?", "I'm thinking of a museum visit, any tips?",
+                 "Can you suggest a good bakery near Union Square?", "The skyline looks great from the bridge."]
+    return {"topic": "fixture_taxi_story", "kind": "story", "description": "A visitor chatting on a taxi ride into the city.",
+            "exchanges": [{"user": questions[i % 4], "assistant": LONG} for i in range(count)]}
+
+
+def problems(tmp_path: Path, seed: dict, pool: dict) -> list[str]:
+    (tmp_path / "bp.yaml").write_text(yaml.safe_dump(seed, sort_keys=False), encoding="utf-8")
+    (tmp_path / "story.yaml").write_text(yaml.safe_dump(pool, sort_keys=False), encoding="utf-8")
+    return [str(p) for p in load_corpus([tmp_path]).problems]
+
+
+def test_v2_seed_with_its_story_validates(tmp_path: Path) -> None:
+    assert problems(tmp_path, v2_seed(), story()) == []
+
+
+@pytest.mark.parametrize("rule, change", [
+    ("story-size", lambda s, p: p.update(exchanges=p["exchanges"][:11])),
+    ("story-slots", lambda s, p: p["exchanges"][3].update(user="Is a cello hard to carry around town?")),
+    ("story-time", lambda s, p: p["exchanges"][5].update(user="We land at the hotel in twenty minutes, what's nearby?")),
+    ("story-time", lambda s, p: p["exchanges"][6].update(assistant=LONG + " It is busiest in the evening.")),
+    ("story-reply", lambda s, p: s["constraints"][0].update(reply="Good call.")),
+    ("story-reply", lambda s, p: s["negative"].update(reply="Nice.")),
+    ("parity-update", lambda s, p: s.pop("update")),
+    ("rm-voice", lambda s, p: s["rm"].update(question="Where did the user put the {item} during the ride?")),
+    ("rm-echo", lambda s, p: s["rm"].update(question="Did I put my {item} in the trunk?")),
+])
+def test_each_story_rule_trips(tmp_path: Path, rule: str, change) -> None:
+    seed, pool = v2_seed(), story()
+    change(seed, pool)
+    found = problems(tmp_path, seed, pool)
+    assert any(f"[{rule}]" in p for p in found), found
+    assert all("bp.yaml:" in p for p in found)
+
+
+def test_a_story_shared_by_too_many_families(tmp_path: Path) -> None:
+    seeds = []
+    for k in range(4):
+        seed = v2_seed()
+        seed["id"] = f"fixture-taxi-{k}"
+        seeds.append(seed)
+    (tmp_path / "bp.yaml").write_text(yaml.safe_dump(seeds, sort_keys=False), encoding="utf-8")
+    (tmp_path / "story.yaml").write_text(yaml.safe_dump(story(), sort_keys=False), encoding="utf-8")
+    found = [str(p) for p in load_corpus([tmp_path]).problems]
+    assert sum("[story-shared]" in p for p in found) == 4
