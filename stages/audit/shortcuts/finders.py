@@ -42,6 +42,7 @@ FORM_FINDERS: dict[str, Callable[[RowTurns], Scores]] = {
     "last_position": lambda t: np.arange(t.n, dtype=float),
     "largest_gap_before": lambda t: t.gap_before.astype(float),
     "shortest_user_turn": lambda t: -t.user_words.astype(float),
+    "longest_user_turn": lambda t: t.user_words.astype(float),
 }
 
 
