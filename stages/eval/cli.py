@@ -40,6 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, default=1024, help="evaluated model's answer limit (default 1024)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
     parser.add_argument("--seed", type=int, default=0, help="request seeds and bootstrap seed (default 0)")
+    parser.add_argument("--retry-failed", action="store_true", help="resend requests that failed in earlier invocations")
     parser.add_argument("--out", type=Path, help="run directory, e.g. runs/NAME")
     parser.add_argument("--file", type=Path, help="judge-check: the hand-labelled file (default: the bundled one)")
     parser.add_argument("--json", action="store_true", help="compare / judge-check: print JSON")
@@ -78,6 +79,7 @@ def _evaluate(args: argparse.Namespace, source: str) -> int:
         model=args.model, base_url=args.base_url or os.environ.get("OPENAI_BASE_URL"), judge_model=args.judge_model,
         judge_base_url=args.judge_base_url, setting=args.setting, temperature=args.temperature,
         max_tokens=args.max_tokens, concurrency=args.concurrency, timeout=args.timeout, seed=args.seed,
+        retry_failed=args.retry_failed,
     )
     selection = Selection(source=source, configs=tuple(args.config), split=args.split, revision=args.revision,
                           limit=args.limit)
@@ -90,6 +92,8 @@ def _evaluate(args: argparse.Namespace, source: str) -> int:
     for who, stats in outcome.stats.items():
         print(f"{who:5s} requests sent {stats['requests']:5d}  cache hits {stats['cache_hits']:5d}  "
               f"failures {stats['failures']:4d}  tokens {stats['prompt_tokens'] + stats['completion_tokens']}")
+    if rows["failed"] and not args.retry_failed:
+        print(f"{rows['failed']} row(s) failed; a rerun replays their failures, --retry-failed resends them")
     print(f"rows {rows['total']}, failed {rows['failed']}; results: {args.out / 'results.json'}, report: {args.out / 'report.md'}")
     return 0
 

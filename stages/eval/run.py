@@ -10,9 +10,10 @@ retries makes its row ``failed`` with the reason; failed rows stay in every deno
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,36 @@ from stages.eval import judge, prompts, scorers
 from stages.eval.endpoint import EndpointCheck, needs_network
 
 CACHE_FILE = "requests.sqlite"
+FAILURES_FILE = "failed_requests.json"
+
+
+@dataclass
+class FailureLog:
+    """Requests that failed after the client's retries: replayed on a rerun instead of resent.
+
+    The request cache keeps only answers, so without this a rerun would resend every failed
+    request; ``retry`` (``--retry-failed``) forgets the log and resends them.
+    """
+
+    path: Path
+    known: dict[str, tuple[str, str]]
+
+    @classmethod
+    def open(cls, path: Path, retry: bool) -> FailureLog:
+        data = {} if retry or not path.exists() else json.loads(path.read_text(encoding="utf-8"))
+        return cls(path, {k: (v["error"], v["detail"]) for k, v in data.items()})
+
+    def update(self, results: Iterable[LLMResult]) -> None:
+        """Record failures and forget keys that now have an answer; rewrite the file atomically."""
+        for result in results:
+            if result.ok:
+                self.known.pop(result.key, None)
+            else:
+                self.known[result.key] = (result.error or "failed", result.detail)
+        data = {k: {"error": e, "detail": d} for k, (e, d) in sorted(self.known.items())}
+        partial = self.path.with_suffix(".tmp")
+        partial.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        partial.replace(self.path)
 
 
 @dataclass(frozen=True)
@@ -43,6 +74,7 @@ class EvalOptions:
     concurrency: int = 8
     timeout: float = 120.0
     seed: int = 0
+    retry_failed: bool = False
 
     @property
     def judge_name(self) -> str:
@@ -85,6 +117,7 @@ class Clients:
     model: LLMClient
     judge: LLMClient
     checks: dict[int, EndpointCheck]
+    failures: FailureLog
 
     @classmethod
     def open(cls, options: EvalOptions, run_dir: Path) -> Clients:
@@ -95,7 +128,8 @@ class Clients:
         judge_config = LLMConfig.resolve(base_url=judge_url, model=options.judge_name, api_key=options.api_key, **common)
         assert model_config is not None and judge_config is not None  # a model name is always given
         model, judge_client = LLMClient(model_config, cache), LLMClient(judge_config, cache)
-        return cls(model, judge_client, {id(model): EndpointCheck(model_config), id(judge_client): EndpointCheck(judge_config)})
+        checks = {id(model): EndpointCheck(model_config), id(judge_client): EndpointCheck(judge_config)}
+        return cls(model, judge_client, checks, FailureLog.open(run_dir / FAILURES_FILE, options.retry_failed))
 
     def stats(self) -> dict[str, Any]:
         """Request statistics of this invocation, per client."""
@@ -125,14 +159,24 @@ class Progress:
 
 
 def _send(clients: Clients, client: LLMClient, requests: Sequence[ChatRequest], progress: Progress, desc: str) -> list[LLMResult]:
-    """Answer ``requests`` (checking the endpoint first when any must go over the network)."""
+    """Answer ``requests``: earlier failures are replayed (unless retried), the rest go to the client."""
     if not requests:
         return []
-    if needs_network(client, requests):
+    keys = [client.key_for(r) for r in requests]
+    known = clients.failures.known
+    fresh = [i for i, key in enumerate(keys) if key not in known]
+    if fresh and needs_network(client, [requests[i] for i in fresh]):
         clients.checks[id(client)].ensure()
-    results = client.map(list(requests), desc=desc)
+    results: list[LLMResult | None] = [None] * len(requests)
+    for index, result in zip(fresh, client.map([requests[i] for i in fresh], desc=desc) if fresh else []):
+        results[index] = result
+    for index, key in enumerate(keys):
+        if results[index] is None:
+            error, detail = known[key]
+            results[index] = LLMResult(key, False, error=error, detail=detail, cached=True, tag=requests[index].tag)
+    clients.failures.update(r for r in results if r is not None)
     progress.advance(len(requests))
-    return results
+    return [r for r in results if r is not None]
 
 
 def _model_request(options: EvalOptions, messages: list[dict[str, str]], tag: str) -> ChatRequest:
