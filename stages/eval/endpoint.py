@@ -48,7 +48,7 @@ class EndpointCheck:
         self.done = True
 
 
-def needs_network(client: LLMClient, requests: Sequence[ChatRequest]) -> bool:
-    """Whether any of ``requests`` is missing from the client's request cache."""
-    keys = sorted({client.key_for(r) for r in requests})
-    return bool(keys) and (client.cache is None or len(client.cache.get_many(keys)) < len(keys))
+def needs_network(client: LLMClient, requests: Sequence[ChatRequest], keys: Sequence[str] | None = None) -> bool:
+    """Whether any of ``requests`` (whose cache ``keys`` may be given) is missing from the client's cache."""
+    unique = sorted(set(keys if keys is not None else [client.key_for(r) for r in requests]))
+    return bool(unique) and (client.cache is None or len(client.cache.get_many(unique)) < len(unique))

@@ -165,7 +165,7 @@ def _send(clients: Clients, client: LLMClient, requests: Sequence[ChatRequest], 
     keys = [client.key_for(r) for r in requests]
     known = clients.failures.known
     fresh = [i for i, key in enumerate(keys) if key not in known]
-    if fresh and needs_network(client, [requests[i] for i in fresh]):
+    if fresh and needs_network(client, [requests[i] for i in fresh], [keys[i] for i in fresh]):
         clients.checks[id(client)].ensure()
     results: list[LLMResult | None] = [None] * len(requests)
     for index, result in zip(fresh, client.map([requests[i] for i in fresh], desc=desc) if fresh else []):

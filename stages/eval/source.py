@@ -1,8 +1,10 @@
 """Rows of a release (local directory or Hub id) for evaluation: ``pm_*``, ``explicit_*``, ``rm_*``.
 
 The release is located with the audit's reader (:func:`stages.audit.reader.open_source`); the
-rows are read here with the same pattern, since evaluation needs columns the audit does not
-(reference intent, gold slots, seed family, RM question and answers) and the ``rm_*`` configs.
+rows are read here, since evaluation needs columns the audit does not (reference intent, gold
+slots, seed family, RM question and answers) and the ``rm_*`` configs. A local release is read
+straight from its parquet shards (the SPEC layout); a Hub id through ``datasets.load_dataset``
+(which also works offline from the datasets cache).
 """
 
 from __future__ import annotations
@@ -64,26 +66,44 @@ def locate(source: str | Path, revision: str | None = None) -> EvalSource:
         release = open_source(source, revision)
     except AuditSourceError as error:
         raise EvalSourceError(str(error)) from None
-    if release.local is not None and release.parquet_fallback:
+    if release.local is not None:  # the release layout: data/<config>/<split>-NNNNN-of-NNNNN.parquet
         data = release.local / "data"
         return EvalSource(release, _evaluable([p.name for p in data.iterdir() if p.is_dir()]))
-    target = str(release.local) if release.local is not None else release.source
-    return EvalSource(release, _evaluable(get_dataset_config_names(target, revision=release.revision)))
+    return EvalSource(release, _evaluable(get_dataset_config_names(release.source, revision=release.revision)))
+
+
+class _LocalSplit:
+    """One split of a local release, read straight from its parquet shards (fast, no datasets cache)."""
+
+    def __init__(self, folder: Path, split: str) -> None:
+        import pyarrow.parquet as pq
+
+        files = sorted(p for p in folder.glob("*.parquet") if (m := _SHARD.match(p.name)) and m["split"] == split)
+        if not files:
+            found = sorted({m["split"] for p in folder.glob("*.parquet") if (m := _SHARD.match(p.name))})
+            raise ValueError(f"splits found: {', '.join(found) or 'none'}")
+        self.files = files
+        self.column_names = pq.read_schema(files[0]).names
+        self._columns: list[str] | None = None
+
+    def select_columns(self, columns: list[str]) -> _LocalSplit:
+        self._columns = columns
+        return self
+
+    def __iter__(self) -> Any:
+        import pyarrow.parquet as pq
+
+        for path in self.files:
+            yield from pq.read_table(path, columns=self._columns).to_pylist()
 
 
 def _load_split(source: EvalSource, config: str, split: str) -> Any:
+    release = source.release
+    if release.local is not None:
+        return _LocalSplit(release.local / "data" / config, split)
     from datasets import load_dataset
 
-    release = source.release
-    if release.local is None:
-        return load_dataset(release.source, config, split=split, revision=release.revision)
-    if not release.parquet_fallback:
-        return load_dataset(str(release.local), config, split=split, streaming=True)
-    folder = release.local / "data" / config
-    files = sorted(str(p) for p in folder.glob("*.parquet") if (m := _SHARD.match(p.name)) and m["split"] == split)
-    if not files:
-        raise ValueError(f"Unknown split {split!r}")
-    return load_dataset("parquet", data_files={split: files}, split=split, streaming=True)
+    return load_dataset(release.source, config, split=split, revision=release.revision)
 
 
 def read_rows(source: EvalSource, config: str, split: str, limit: int | None = None) -> list[dict[str, Any]]:
