@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, run_cli
+from tests.servers.llama import LlamaServer
 from tests.servers.scripted import Reply, ScriptedServer
 
 pytestmark = pytest.mark.slow
@@ -279,3 +280,22 @@ def test_sigkill_then_resume_gives_identical_results(release: Path, tmp_path: Pa
     assert resent < total  # answered requests were not sent again
     assert (tmp_path / "killed" / "results.json").read_bytes() == (tmp_path / "whole" / "results.json").read_bytes()
     assert (tmp_path / "killed" / "responses.parquet").read_bytes() == (tmp_path / "whole" / "responses.parquet").read_bytes()
+
+
+@pytest.mark.llm
+def test_llama_cpp_smollm2_run_completes_and_reruns_offline(release: Path, tmp_path: Path) -> None:
+    """The real protocol: SmolLM2 answers and judges 20 pm_base rows; a rerun sends 0 requests."""
+    args = ["--config", "pm_base", "--limit", "20", "--max-tokens", "96", "--concurrency", "1"]
+    with LlamaServer(n_ctx=8192) as server:  # base dialogues are ~2.8K SmolLM2 tokens
+        command = ["eval", str(release), "--model", server.model, "--base-url", server.base_url, "--out", str(tmp_path / "run")]
+        first = run_cli(*command, *args, timeout=1500)
+        assert first.returncode == 0, first.stderr[-3000:]
+        second = run_cli(*command, *args, timeout=600)
+    assert second.returncode == 0
+    assert "model requests sent     0" in second.stdout and "judge requests sent     0" in second.stdout, second.stdout
+    lines = pq.read_table(tmp_path / "run" / "responses.parquet").to_pylist()
+    assert len(lines) == 20
+    for line in lines:
+        assert line["verdict"] in ("YES", "NO") or (line["status"] == "failed" and line["failure"]), line
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["rows"]["total"] == 20 and results["judge_model"] == server.model

@@ -53,7 +53,8 @@ def _usage(message: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch on the first positional word."""
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
+    for name in ("httpx", "httpx2"):  # one INFO line per request otherwise
+        logging.getLogger(name).setLevel(logging.WARNING)
     head, *rest = args.target
     if head == "compare":
         return _compare(args, rest) if len(rest) == 2 else _usage("compare needs two run directories")

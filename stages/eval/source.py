@@ -60,8 +60,6 @@ def _evaluable(names: list[str]) -> tuple[str, ...]:
 
 def locate(source: str | Path, revision: str | None = None) -> EvalSource:
     """Open a release and list its evaluable configs; raise :class:`EvalSourceError` if impossible."""
-    from datasets import get_dataset_config_names
-
     try:
         release = open_source(source, revision)
     except AuditSourceError as error:
@@ -69,6 +67,8 @@ def locate(source: str | Path, revision: str | None = None) -> EvalSource:
     if release.local is not None:  # the release layout: data/<config>/<split>-NNNNN-of-NNNNN.parquet
         data = release.local / "data"
         return EvalSource(release, _evaluable([p.name for p in data.iterdir() if p.is_dir()]))
+    from datasets import get_dataset_config_names
+
     return EvalSource(release, _evaluable(get_dataset_config_names(release.source, revision=release.revision)))
 
 
