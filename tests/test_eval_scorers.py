@@ -45,6 +45,8 @@ def test_agreement_accuracy_and_kappa() -> None:
     assert scorers.agreement(labels, ["YES"] * 4) == {"n": 4.0, "accuracy": 0.5, "kappa": 0.0}
     # one NO -> YES flip: p_o = 3/4; p_e = (2/4)(3/4) + (2/4)(1/4) = 1/2 -> kappa (3/4-1/2)/(1/2) = 0.5
     assert scorers.agreement(labels, ["YES", "YES", "YES", "NO"])["kappa"] == pytest.approx(0.5)
+    # one class only (all YES labels, all YES verdicts): kappa is undefined
+    assert scorers.agreement(["YES", "YES"], ["YES", "YES"]) == {"n": 2.0, "accuracy": 1.0, "kappa": None}
     # a missing verdict is a disagreement
     assert scorers.agreement(labels, ["YES", None, "NO", "NO"])["accuracy"] == 0.75
 

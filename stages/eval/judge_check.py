@@ -87,7 +87,7 @@ def judge_check(judge_model: str, base_url: str | None, path: Path | None = None
     report: dict[str, Any] = {"judge_model": judge_model, "file": str(path or DEFAULT_FILE),
                               "overall": agreement([c.label for c in cases], predicted)}
     for field in ("kind", "dimension"):
-        groups: dict[str, dict[str, float]] = {}
+        groups: dict[str, dict[str, float | None]] = {}
         for name in dict.fromkeys(getattr(c, field) for c in cases):
             own = [(c.label, p) for c, p in zip(cases, predicted) if getattr(c, field) == name]
             groups[name] = agreement([o[0] for o in own], [o[1] for o in own])
@@ -102,5 +102,6 @@ def format_report(report: dict[str, Any]) -> str:
     lines = [f"judge {report['judge_model']} on {report['file']}", f"{'group':28s} {'n':>3s} {'accuracy':>8s} {'kappa':>6s}"]
     rows = [("overall", report["overall"]), *report["by_kind"].items(), *report["by_dimension"].items()]
     for name, stats in rows:
-        lines.append(f"{name:28s} {int(stats['n']):3d} {stats['accuracy']:8.3f} {stats['kappa']:6.3f}")
+        kappa = "-" if stats["kappa"] is None else f"{stats['kappa']:.3f}"
+        lines.append(f"{name:28s} {int(stats['n']):3d} {stats['accuracy']:8.3f} {kappa:>6s}")
     return "\n".join(lines)

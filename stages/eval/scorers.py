@@ -57,13 +57,16 @@ def rm_correct(matched: bool, verdict: str | None) -> bool:
     return matched or verdict == "YES"
 
 
-def agreement(labels: Sequence[str], predictions: Sequence[str | None]) -> dict[str, float]:
-    """Accuracy and Cohen's kappa of ``predictions`` against ``labels`` (None counts as wrong)."""
+def agreement(labels: Sequence[str], predictions: Sequence[str | None]) -> dict[str, float | None]:
+    """Accuracy and Cohen's kappa of ``predictions`` against ``labels`` (None counts as wrong).
+
+    Kappa is None (undefined) when labels and predictions together hold a single class.
+    """
     from sklearn.metrics import cohen_kappa_score
 
     if len(labels) != len(predictions) or not labels:
         raise ValueError("agreement needs as many predictions as labels, and at least one")
     filled = [p if p is not None else "NONE" for p in predictions]
     accuracy = sum(a == b for a, b in zip(labels, filled)) / len(labels)
-    kappa = float(cohen_kappa_score(list(labels), filled)) if len(set(labels) | set(filled)) > 1 else 1.0
+    kappa = float(cohen_kappa_score(list(labels), filled)) if len(set(labels) | set(filled)) > 1 else None
     return {"n": float(len(labels)), "accuracy": accuracy, "kappa": kappa}
