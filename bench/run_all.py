@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHES = ["rebuild.py", "long_context.py", "audit_embedding.py", "llm_throughput.py"]
+BENCHES = ["rebuild.py", "long_context.py", "audit_embedding.py", "llm_throughput.py", "eval_throughput.py"]
 
 
 def main() -> int:

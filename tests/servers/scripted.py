@@ -85,6 +85,18 @@ def echo_handler(body: dict[str, Any], index: int) -> Reply:
     return Reply.ok(f"echo: {users[-1] if users else ''}")
 
 
+def structured_handler(json_text: str) -> Handler:
+    """Answer requests that carry a ``response_format`` with ``json_text``, echo the others.
+
+    Lets one server play an evaluated model and a structured judge (``--json-reply``).
+    """
+
+    def handler(body: dict[str, Any], index: int) -> Reply:
+        return Reply.ok(json_text) if "response_format" in body else echo_handler(body, index)
+
+    return handler
+
+
 def word_count(text: str) -> int:
     return len(text.split())
 
@@ -264,8 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     """Serve echo answers with a fixed latency until interrupted; print the base URL."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each chat answer")
+    parser.add_argument("--json-reply", help="answer requests with a response_format with this text (others: echo)")
     args = parser.parse_args(argv)
-    server = ScriptedServer(latency=args.latency).start()
+    handler = structured_handler(args.json_reply) if args.json_reply is not None else echo_handler
+    server = ScriptedServer(handler=handler, latency=args.latency).start()
     print(server.base_url, flush=True)
     try:
         while True:

@@ -1,0 +1,1 @@
+"""``triggerbench eval``: score any OpenAI-compatible model on a release with the paper's metrics."""
