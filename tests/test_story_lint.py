@@ -75,3 +75,16 @@ def test_a_story_shared_by_too_many_families(tmp_path: Path) -> None:
     (tmp_path / "story.yaml").write_text(yaml.safe_dump(story(), sort_keys=False), encoding="utf-8")
     found = [str(p) for p in load_corpus([tmp_path]).problems]
     assert sum("[story-shared]" in p for p in found) == 4
+
+
+def test_two_families_with_nearly_the_same_constraint_are_one_scenario(tmp_path: Path) -> None:
+    first, second = v2_seed(), v2_seed()
+    second["id"] = "fixture-taxi-copy"
+    second["constraints"][0]["text"] = first["constraints"][0]["text"].replace("helped me", "kindly helped me")
+    (tmp_path / "bp.yaml").write_text(yaml.safe_dump([first, second], sort_keys=False), encoding="utf-8")
+    (tmp_path / "story.yaml").write_text(yaml.safe_dump(story(), sort_keys=False), encoding="utf-8")
+    found = [str(p) for p in load_corpus([tmp_path]).problems]
+    assert [p for p in found if "[near-duplicate]" in p and "'fixture-taxi-instrument'" in p], found
+    second["constraints"][0]["text"] = "I left my {item} on the back seat under a blanket so nobody would see it."
+    (tmp_path / "bp.yaml").write_text(yaml.safe_dump([first, second], sort_keys=False), encoding="utf-8")
+    assert not [p for p in map(str, load_corpus([tmp_path]).problems) if "[near-duplicate]" in p]

@@ -110,6 +110,7 @@ def load_corpus(paths: list[Path], lint: bool = True) -> Corpus:
                 corpus.problems.append(LocatedProblem(sourced.path, line, problem.field, f"{problem.message} [{problem.rule}]"))
         if corpus.fillers:
             _check_fillers(corpus)
+        _check_near_duplicates(corpus)
     corpus.problems.sort(key=lambda p: (p.path, p.line, p.field, p.message))
     return corpus
 
@@ -199,6 +200,31 @@ def clean_exchanges(pool: FillerPool, blueprint: Blueprint) -> list[Exchange]:
     return [ex for ex in pool.exchanges if not any(mentions(ex.user, p) or mentions(ex.assistant, p) for p in phrases)]
 
 
+NEAR_DUPLICATE_TRIGRAMS = 0.5  # word-trigram Jaccard of two families' constraint templates
+
+
+def _trigrams(text: str) -> set[tuple[str, ...]]:
+    from pipeline.text import words
+
+    tokens = words(text)
+    return {tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2)}
+
+
+def _check_near_duplicates(corpus: Corpus) -> None:
+    """Two seed families whose constraint templates share most word trigrams are one scenario twice."""
+    seen: list[tuple[SourcedBlueprint, set]] = []
+    for sourced in corpus.blueprints:
+        grams = _trigrams(" ".join(c.text for c in sourced.blueprint.constraints))
+        for other, other_grams in seen:
+            union = grams | other_grams
+            if union and len(grams & other_grams) / len(union) >= NEAR_DUPLICATE_TRIGRAMS:
+                corpus.problems.append(LocatedProblem(
+                    sourced.path, sourced.line_of("constraints"), "constraints",
+                    f"constraint template nearly repeats {other.blueprint.id!r} ({other.path}): "
+                    f"word-trigram Jaccard >= {NEAR_DUPLICATE_TRIGRAMS}; write a distinct scenario [near-duplicate]"))
+        seen.append((sourced, grams))
+
+
 def _check_fillers(corpus: Corpus) -> None:
     from collections import Counter
 
@@ -243,7 +269,8 @@ def zero_overlap_share(corpus: Corpus) -> dict[str, str]:
 
 
 def corpus_summary(corpus: Corpus) -> dict[str, Any]:
-    """Counts per dimension, subtype, domain and CWE group (for ``validate --stats``)."""
+    """Counts of seed families (one per hand-written seed) per dimension, subtype, domain and CWE group,
+    and story-pool use (for ``validate --stats``)."""
     from collections import Counter
 
     bps = [s.blueprint for s in corpus.blueprints]
@@ -255,5 +282,11 @@ def corpus_summary(corpus: Corpus) -> dict[str, Any]:
         "cwe": dict(sorted(Counter(f"{b.subtype}:{b.cwe}" for b in bps if b.cwe).items())),
         "filler_topics": len(corpus.fillers),
         "filler_exchanges": sum(len(p.exchanges) for p in corpus.fillers.values()),
+        "story_pools": sum(p.kind == "story" for p in corpus.fillers.values()),
+        "families_on_a_story_pool": dict(sorted(Counter(
+            b.dimension for b in bps if (pool := corpus.fillers.get(b.topic)) is not None and pool.kind == "story").items())),
+        "families_on_a_shared_filler_pool": dict(sorted(Counter(
+            b.dimension for b in bps if (pool := corpus.fillers.get(b.topic)) is not None and pool.kind == "filler").items())),
+        "most_families_per_pool": max(Counter(b.topic for b in bps).values(), default=0),
         "zero_overlap": zero_overlap_share(corpus),
     }
