@@ -71,13 +71,13 @@ year years morning afternoon evening night tonight overnight monday tuesday wedn
 sunday mondays tuesdays wednesdays thursdays fridays saturdays sundays weekend weekends today tomorrow yesterday
 noon midnight o'clock am pm a.m p.m january february march april may june july august september october november
 december jan feb mar apr jun jul aug sep sept oct nov dec""".split())
-_WORD = re.compile(r"[a-z][a-z'.]*")
+_TIME_TOKEN = re.compile(r"[a-z][a-z'.]*")
 _DIGIT_TIME = re.compile(r"\d\s*[:.apAP]|\d{4}-\d{2}|\d(?:st|nd|rd|th)\b")
 
 
 def time_expressions(text: str) -> list[str]:
     """Names of the time-expression patterns found in ``text`` (empty when none)."""
     lower = text.lower()
-    if not (set(w.rstrip(".'") for w in _WORD.findall(lower)) & _TIME_WORDS or _DIGIT_TIME.search(lower)):
+    if not (set(w.rstrip(".'") for w in _TIME_TOKEN.findall(lower)) & _TIME_WORDS or _DIGIT_TIME.search(lower)):
         return []
     return [name for name, pattern in TIME_PATTERNS.items() if pattern.search(text)]

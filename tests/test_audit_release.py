@@ -140,7 +140,7 @@ def write_release(root: Path) -> Path:
             pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), folder / f"{split}-00000-of-00001.parquet",
                            compression="zstd")
             yaml += [f"  - split: {split}", f"    path: data/{config}/{split}-*.parquet"]
-    rm = root / "data" / "rm_base"  # not audited: must be ignored
+    rm = root / "data" / "rm_base"  # rows without messages: no leakage audit, a failed shortcut invariant
     rm.mkdir(parents=True)
     pq.write_table(pa.table({"id": ["rm-1"], "question": ["q"]}), rm / "test-00000-of-00001.parquet")
     yaml += ["- config_name: rm_base", "  data_files:", "  - split: test", "    path: data/rm_base/test-*.parquet"]
@@ -250,7 +250,7 @@ def test_rerun_uses_the_embedding_cache(release: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     first = run_audit(release, tmp_path / "a", cache_dir=cache)
     second = run_audit(release, tmp_path / "b", cache_dir=cache)
-    assert first.embed_stats.encoded == first.embed_stats.distinct > 0
+    assert first.embed_stats.encoded > 0  # each distinct text encoded once (semantic and shortcut audits share them)
     assert second.embed_stats.encoded == 0 and second.embed_stats.cached == first.embed_stats.distinct
     for name in first.files:  # a rebuild with the build cache must give byte-identical audit files
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
@@ -264,7 +264,10 @@ def _cli(argv: list[str]) -> int:
 
 def test_build_audit_equals_cli_rerun(build_audit: Any, release: Path, tmp_path: Path) -> None:
     out = tmp_path / "rerun"
-    assert _cli([str(release), "--out", str(out), "--cache-dir", str(tmp_path / "fresh-cache")]) == 0
+    # exit 1: the fixture's rows break shortcut invariants (rm_base rows have no messages at all)
+    assert _cli([str(release), "--out", str(out), "--cache-dir", str(tmp_path / "fresh-cache")]) == 1
+    failing = pl.read_csv(out / "shortcuts.csv").filter(pl.col("fails"))
+    assert ("rm_base", "no_messages_rows") in failing.select("config", "finder").rows()
     built = release / "audits"
     assert (out / "lexical.csv").read_bytes() == (built / "lexical.csv").read_bytes()
     for name in ("semantic.csv", "rows.parquet"):

@@ -62,6 +62,9 @@ class ShortcutCollector:
 
     def add(self, config: str, split: str, row: dict[str, Any]) -> None:
         context, form = row_keys(config, row)
+        if not row.get("messages"):  # not a conversation: an invariant failure, nothing to find in it
+            self.invariants[(config, context, row.get("dimension") or "")].append(RowInvariants(no_messages=True))
+            return
         dimension = row.get("dimension") or ""
         blueprint = row.get("blueprint_id") or row.get("id")
         variant = row.get("variant") or ("rm" if config.startswith("rm_") else "")

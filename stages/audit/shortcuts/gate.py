@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 TEXT_GATED = ("state_tracking", "temporal_grounding", "attention_recovery")
 # invariant -> the largest value that passes (per config and dimension)
-INVARIANT_LIMITS = {"role_break_rows": 0, "backwards_rows": 0, "missing_stamp_rows": 0, "not_user_first_rows": 0,
+INVARIANT_LIMITS = {"no_messages_rows": 0, "role_break_rows": 0, "backwards_rows": 0, "missing_stamp_rows": 0, "not_user_first_rows": 0,
                     "not_user_last_rows": 0, "injected_time_turns": 0}
 
 

@@ -105,6 +105,7 @@ def invariant_records(invariants: dict[tuple[str, str, str], list[RowInvariants]
             for name, count in r.injected_time_patterns.items():
                 patterns[name] += count
         values = {
+            "no_messages_rows": sum(r.no_messages for r in rows),
             "role_break_rows": sum(r.role_breaks > 0 for r in rows),
             "not_user_first_rows": sum(r.first_not_user for r in rows),
             "not_user_last_rows": sum(r.last_not_user for r in rows),

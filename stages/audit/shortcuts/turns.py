@@ -29,6 +29,7 @@ _PUNCTUATION = re.compile(r"[!,;:\"'\d]")
 class RowInvariants:
     """Structural facts of one row that every row must satisfy."""
 
+    no_messages: bool = False       # the row has no messages at all
     role_breaks: int = 0            # two consecutive non-system messages of the same role
     first_not_user: bool = False
     last_not_user: bool = False
