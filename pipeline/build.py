@@ -50,6 +50,7 @@ class BuildOptions:
     llm_base_url: str | None = None
     llm_model: str | None = None
     cache_dir: Path | None = None
+    llm_max_failed_share: float = 0.0
 
 
 @dataclass
@@ -119,6 +120,8 @@ def build(options: BuildOptions) -> BuildOutcome:
     try:
         llm = LLMClient.from_settings(base_url=options.llm_base_url, model=options.llm_model,
                                       cache_path=cache_dir / "llm" / "requests.sqlite")
+        if llm is not None:
+            llm.check_reachable()  # an unreachable endpoint stops the build before any stage runs
         env = environment(config, base, llm)
         stages = select(registry.build_stages(config, options.limit), options.only)
         if any(stage.name == "distractor_pool" for stage in stages):
@@ -131,7 +134,7 @@ def build(options: BuildOptions) -> BuildOutcome:
 
         items = ItemCache(cache_dir / "items.sqlite")
         try:
-            run = run_stages(stages, make_context, ArtifactStore(cache_dir), items)
+            run = run_stages(stages, make_context, ArtifactStore(cache_dir), items, options.llm_max_failed_share)
         finally:
             items.close()
         release = None
@@ -142,9 +145,20 @@ def build(options: BuildOptions) -> BuildOutcome:
         computed = [r.name for r in run.records if not r.cached]
         log.info("build finished in %.1fs; stages recomputed: %s", seconds, ", ".join(computed) or "none")
         return BuildOutcome(release=release, run=run, log_file=log_file, seconds=seconds)
+    except Exception as error:
+        _log_traceback(handler, error)
+        error.run_log = log_file  # type: ignore[attr-defined]
+        raise
     finally:
         log.removeHandler(handler)
         handler.close()
+
+
+def _log_traceback(handler: logging.Handler, error: BaseException) -> None:
+    """Write ``error``'s traceback to the run log only (the terminal gets one line from the CLI)."""
+    record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "build failed: %s", (error,),
+                            (type(error), error, error.__traceback__))
+    handler.handle(record)
 
 
 def _tool_versions() -> dict[str, str]:

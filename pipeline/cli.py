@@ -37,6 +37,9 @@ def _build_parser() -> argparse.ArgumentParser:
     build.add_argument("--llm-base-url", help="OpenAI-compatible endpoint for the LLM stages (default: $OPENAI_BASE_URL; none = offline)")
     build.add_argument("--llm-model", help="model name for the LLM stages")
     build.add_argument("--cache-dir", type=Path, help="cache directory (default: .cache, or $TRIGGERBENCH_CACHE)")
+    build.add_argument("--llm-max-failed-share", type=float, default=0.0, metavar="F",
+                       help="share of a stage's items that may fail for transient LLM reasons (outage, timeouts, "
+                            "rate limits) and still let the build finish, reported and never cached (default: 0)")
 
     validate = sub.add_parser("validate", help="check blueprint files; print path:line: field: message")
     validate.add_argument("paths", nargs="+", type=Path, metavar="PATH")
@@ -61,6 +64,7 @@ def _run_build(args: argparse.Namespace) -> int:
 
     from pipeline.build import BuildOptions, build
     from pipeline.config import ConfigError
+    from pipeline.llm.errors import EndpointUnreachable, TransientFailures
     from pipeline.release import ReleaseExists
     from pipeline.runner import UnknownStage
     from stages.distractors.resolve import DistractorSourceError
@@ -70,12 +74,13 @@ def _run_build(args: argparse.Namespace) -> int:
         config_path=args.config, out=args.out, version=args.version, seed=args.seed, only=args.only or [],
         limit=args.limit, distractors_dir=args.distractors_dir,
         llm_base_url=args.llm_base_url or os.environ.get("OPENAI_BASE_URL"), llm_model=args.llm_model,
-        cache_dir=args.cache_dir,
+        cache_dir=args.cache_dir, llm_max_failed_share=args.llm_max_failed_share,
     )
     try:
         outcome = build(options)
-    except (ConfigError, BlueprintProblems, ReleaseExists, UnknownStage, DistractorSourceError) as exc:
-        print(f"triggerbench build: {exc}", file=sys.stderr)
+    except (ConfigError, BlueprintProblems, ReleaseExists, UnknownStage, DistractorSourceError,
+            EndpointUnreachable, TransientFailures) as exc:
+        print(f"triggerbench build: {exc}{_run_log_hint(exc)}", file=sys.stderr)
         return 1
     for record in outcome.run.records:
         state = "cached" if record.cached else f"{record.seconds:.1f}s"
@@ -84,6 +89,12 @@ def _run_build(args: argparse.Namespace) -> int:
         print(f"release: {outcome.release}")
     print(f"run log: {outcome.log_file}  ({outcome.seconds:.1f}s)")
     return 0
+
+
+def _run_log_hint(error: BaseException) -> str:
+    """`` (run log: PATH)`` when the build got far enough to write one."""
+    path = getattr(error, "run_log", None)
+    return f" (run log: {path})" if path else ""
 
 
 def _run_validate(args: argparse.Namespace) -> int:

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 from openai.types.chat import ChatCompletion
 from tqdm import tqdm
 
 from pipeline.llm.cache import RequestCache, request_key
 from pipeline.llm.config import LLMConfig
+from pipeline.llm.errors import EndpointUnreachable
 from pipeline.llm.request import ChatRequest, LLMResult
 from pipeline.llm.retry import parse_retry_after
 from pipeline.llm.stats import LLMStats, safe_endpoint
@@ -110,6 +112,18 @@ class LLMClient:
             self.stats.model = self._model
         return self._model
 
+    def check_reachable(self, timeout: float = 10.0) -> None:
+        """Raise :class:`EndpointUnreachable` unless the endpoint answers HTTP at all (any status)."""
+        url = self.config.base_url.rstrip("/") + "/models"
+        headers = {"Authorization": f"Bearer {self.config.api_key}"}
+        try:
+            with httpx.Client(timeout=min(timeout, self.config.timeout)) as http:
+                http.get(url, headers=headers)
+        except httpx.TimeoutException:
+            raise EndpointUnreachable(self.stats.endpoint, f"no answer within {min(timeout, self.config.timeout):g}s") from None
+        except httpx.TransportError as error:
+            raise EndpointUnreachable(self.stats.endpoint, _short(error)) from None
+
     def environment(self) -> dict[str, str | None]:
         """Facts that change LLM outputs, for stage fingerprints (no key, no credentials)."""
         return {"llm_endpoint": self.stats.endpoint, "llm_model": self.model}
@@ -182,7 +196,7 @@ class LLMClient:
         """Retry / repair loop for one request; always returns, never raises for the item."""
         policy = self.config.retry
         messages = request.wire_messages()
-        attempts = repairs = limited = transient = 0
+        attempts = repairs = limited = transient = unconnected = 0
         while True:
             mode = self._mode() if request.schema is not None else None
             attempts += 1
@@ -201,10 +215,15 @@ class LLMClient:
                     count, budget = limited, policy.max_rate_limit_retries
                 else:
                     transient += 1
+                    unconnected += error.kind == "connection_error"
                     self.stats.add("transient_errors")
                     count, budget = transient, policy.max_retries
                 if count > budget:
                     detail = f"{error.detail} (gave up after {count} {error.kind} errors)"
+                    if unconnected == attempts:
+                        # every attempt failed to connect: the endpoint is down, not this request
+                        self.stats.add_failure(error.kind)
+                        raise EndpointUnreachable(self.stats.endpoint, detail)
                     return self._fail(request, key, error.kind, detail, attempts)
                 delay = policy.wait(count - 1, key, error.retry_after)
                 if error.kind == "rate_limited" and error.retry_after is not None:

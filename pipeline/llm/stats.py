@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from pipeline.llm.errors import TRANSIENT_ERRORS
+
 COUNTERS = (
     "requests",
     "cache_hits",
@@ -73,6 +75,11 @@ class LLMStats:
         with self._lock:
             self.counts["failures"] += 1
             self.failure_reasons[reason] += 1
+
+    def transient_failures(self) -> Counter[str]:
+        """Failures so far whose reason is transient (outage, overload, rate limit), by reason."""
+        with self._lock:
+            return Counter({k: v for k, v in self.failure_reasons.items() if k in TRANSIENT_ERRORS and v})
 
     def snapshot(self) -> LLMStats:
         """An independent copy (take one before a stage, then call ``since`` after it)."""

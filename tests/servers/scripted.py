@@ -108,6 +108,7 @@ class ScriptedServer:
     handler: Handler = echo_handler
     latency: float = 0.0
     models: tuple[str, ...] = ("scripted-model",)
+    bind_port: int = 0  # 0: any free port
     requests: list[Recorded] = field(default_factory=list)
     _queue: deque[Reply] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -138,7 +139,7 @@ class ScriptedServer:
             return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
     def start(self) -> ScriptedServer:
-        self._httpd = _Server(("127.0.0.1", 0), _make_handler(self))
+        self._httpd = _Server(("127.0.0.1", self.bind_port), _make_handler(self))
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-llm", daemon=True)
         self._thread.start()
         return self
