@@ -23,7 +23,8 @@ from pipeline import registry
 from pipeline.cache import ArtifactStore, ItemCache
 from pipeline import assemble, card_sections
 from pipeline.card import front_matter, render_card
-from pipeline.config import REPO_ROOT, BuildConfig, ConfigError, load_config
+from pipeline.config import DEFAULT_CONFIG, REPO_ROOT, BuildConfig, ConfigError, load_config
+from pipeline.empty import EmptyRelease, explain_empty
 from pipeline.llm import LLMClient
 from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult, run_stages, select
@@ -113,6 +114,7 @@ def shortcut_settings(config: BuildConfig) -> ShortcutSettings:
 def build(options: BuildOptions) -> BuildOutcome:
     """Run a build; see the module docstring."""
     started = time.monotonic()
+    _check_flags(options)
     config, base = load_config(options.config_path, version=options.version, seed=options.seed)
     shortcut_settings(config)  # a bad threshold fails before any stage runs
     cache_dir = options.cache_dir or default_cache_dir()
@@ -123,7 +125,7 @@ def build(options: BuildOptions) -> BuildOutcome:
         if llm is not None:
             llm.check_reachable()  # an unreachable endpoint stops the build before any stage runs
         env = environment(config, base, llm)
-        stages = select(registry.build_stages(config, options.limit), options.only)
+        stages = select(_stages_of(config, options), options.only)
         if any(stage.name == "distractor_pool" for stage in stages):
             env["distractors"] = distractor_environment(config, base, options)
         log.info("build %s seed %d: %d stages, cache %s", config.version, config.seed, len(stages), cache_dir)
@@ -138,6 +140,8 @@ def build(options: BuildOptions) -> BuildOutcome:
         finally:
             items.close()
         release = None
+        if not options.only and (empty := explain_empty(stages, run, _empty_hint(config, base, options))):
+            raise EmptyRelease(empty)
         if not options.only:
             release = write_release(config, run, options.out, env, cache_dir)
             log.info("release written to %s", release)
@@ -152,6 +156,28 @@ def build(options: BuildOptions) -> BuildOutcome:
     finally:
         log.removeHandler(handler)
         handler.close()
+
+
+def _check_flags(options: BuildOptions) -> None:
+    """Range checks of the numeric flags (the config file's numbers are checked by its models)."""
+    if options.limit is not None and options.limit < 1:
+        raise ConfigError(f"--limit (flag): must be at least 1, got {options.limit}")
+    if not 0.0 <= options.llm_max_failed_share < 1.0:
+        raise ConfigError(f"--llm-max-failed-share (flag): must be in [0, 1), got {options.llm_max_failed_share:g}")
+
+
+def _stages_of(config: BuildConfig, options: BuildOptions) -> list[Stage]:
+    """The build's stages; a bad stage parameter is reported with the config file it is in."""
+    try:
+        return registry.build_stages(config, options.limit)
+    except ConfigError as error:
+        source = options.config_path or DEFAULT_CONFIG
+        raise ConfigError(f"{source}: {error}") from None
+
+
+def _empty_hint(config: BuildConfig, base: Path, options: BuildOptions) -> str:
+    """Why the first stage could have received nothing: the blueprint directory it read."""
+    return f"no seed blueprints under {config.blueprints_path(base)}"
 
 
 def _log_traceback(handler: logging.Handler, error: BaseException) -> None:

@@ -64,6 +64,7 @@ def _run_build(args: argparse.Namespace) -> int:
 
     from pipeline.build import BuildOptions, build
     from pipeline.config import ConfigError
+    from pipeline.empty import EmptyRelease
     from pipeline.llm.errors import EndpointUnreachable, TransientFailures
     from pipeline.release import ReleaseExists
     from pipeline.runner import UnknownStage
@@ -79,7 +80,7 @@ def _run_build(args: argparse.Namespace) -> int:
     try:
         outcome = build(options)
     except (ConfigError, BlueprintProblems, ReleaseExists, UnknownStage, DistractorSourceError,
-            EndpointUnreachable, TransientFailures) as exc:
+            EndpointUnreachable, TransientFailures, EmptyRelease) as exc:
         print(f"triggerbench build: {exc}{_run_log_hint(exc)}", file=sys.stderr)
         return 1
     for record in outcome.run.records:
