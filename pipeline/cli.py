@@ -19,6 +19,7 @@ EXTERNAL_VERBS = {
     "week": ("stages.week.cli", "PM-Bench week: generate, validate, stats, score"),
     "eval": ("stages.eval.cli", "score a model on a release (eval compare, eval judge-check)"),
     "publish": ("pipeline.publish", "push a release to the Hugging Face Hub, tagged with its version"),
+    "verify": ("pipeline.verify", "check a release directory against its manifest (files, sha256, row counts)"),
 }
 
 
