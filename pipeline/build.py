@@ -25,6 +25,7 @@ from pipeline import assemble, card_sections
 from pipeline.card import front_matter, render_card
 from pipeline.config import DEFAULT_CONFIG, REPO_ROOT, BuildConfig, ConfigError, load_config
 from pipeline.empty import EmptyRelease, explain_empty
+from pipeline.leftovers import remove_leftovers
 from pipeline.llm import LLMClient
 from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult, run_stages, select
@@ -120,6 +121,7 @@ def build(options: BuildOptions) -> BuildOutcome:
     cache_dir = options.cache_dir or default_cache_dir()
     log_file, handler = _setup_log(cache_dir)
     try:
+        remove_leftovers(options.out, cache_dir)  # staging dirs and temp files of builds that no longer run
         llm = LLMClient.from_settings(base_url=options.llm_base_url, model=options.llm_model,
                                       cache_path=cache_dir / "llm" / "requests.sqlite")
         if llm is not None:
