@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.bounds import Tokens
@@ -44,6 +45,15 @@ class BuildConfig(BaseModel):
     stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
     distractors: DistractorConfig = Field(default_factory=DistractorConfig)
     audit: dict[str, Any] = Field(default_factory=dict)  # checked by stages/audit (``shortcuts:`` gate settings)
+
+    @field_validator("version")
+    @classmethod
+    def _orderable(cls, version: str) -> str:
+        try:
+            Version(version)
+        except InvalidVersion:
+            raise ValueError(f"{version!r} is not a PEP 440 version (releases are ordered by it), e.g. 0.1.0 or 0.1.0rc1") from None
+        return version
 
     def blueprints_path(self, base: Path) -> Path:
         path = Path(self.blueprints)
