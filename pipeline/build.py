@@ -7,10 +7,14 @@ a staging directory, audited there, hashed into ``manifest.json`` and renamed.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import shutil
+import sqlite3
 import platform
 import time
+import traceback
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -53,6 +57,10 @@ class BuildOptions:
     llm_model: str | None = None
     cache_dir: Path | None = None
     llm_max_failed_share: float = 0.0
+
+
+class DiskFull(Exception):
+    """A write failed for lack of space (message names the path and what is free there)."""
 
 
 @dataclass
@@ -153,6 +161,10 @@ def build(options: BuildOptions) -> BuildOutcome:
         return BuildOutcome(release=release, run=run, log_file=log_file, seconds=seconds)
     except Exception as error:
         _log_traceback(handler, error)
+        if _is_disk_full(error):
+            full = DiskFull(_disk_full_message(error, options.out, cache_dir))
+            full.run_log = log_file  # type: ignore[attr-defined]
+            raise full from error
         error.run_log = log_file  # type: ignore[attr-defined]
         raise
     finally:
@@ -180,6 +192,28 @@ def _stages_of(config: BuildConfig, options: BuildOptions) -> list[Stage]:
 def _empty_hint(config: BuildConfig, base: Path, options: BuildOptions) -> str:
     """Why the first stage could have received nothing: the blueprint directory it read."""
     return f"no seed blueprints under {config.blueprints_path(base)}"
+
+
+def _is_disk_full(error: BaseException) -> bool:
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if isinstance(error, sqlite3.OperationalError):
+        return "disk is full" in str(error)  # SQLite's SQLITE_FULL
+    return isinstance(error, OSError) and "no space left on device" in str(error).lower()  # pyarrow's wording
+
+
+def _disk_full_message(error: BaseException, out: Path, cache_dir: Path) -> str:
+    """Which path ran out of space (the file, else the release or the cache by where it failed) and what is free there."""
+    where = getattr(error, "filename", None)
+    if where:
+        place = Path(where)
+    else:
+        frames = [Path(frame.f_code.co_filename).name for frame, _ in traceback.walk_tb(error.__traceback__)]
+        place = cache_dir if any(name in ("cache.py", "runner.py") for name in frames[-3:]) else out
+    probe = next((p for p in (place, *place.parents) if p.exists()), Path("/"))
+    what = "the cache" if place == cache_dir else "the release" if place == out else str(place)
+    return (f"no space left on device writing {what} under {place} "
+            f"({shutil.disk_usage(probe).free // 1024} KiB free there now)")
 
 
 def _log_traceback(handler: logging.Handler, error: BaseException) -> None:

@@ -63,7 +63,7 @@ def _argv_verbs() -> set[str]:
 def _run_build(args: argparse.Namespace) -> int:
     import os
 
-    from pipeline.build import BuildOptions, build
+    from pipeline.build import BuildOptions, DiskFull, build
     from pipeline.config import ConfigError
     from pipeline.empty import EmptyRelease
     from pipeline.llm.errors import EndpointUnreachable, TransientFailures
@@ -81,7 +81,7 @@ def _run_build(args: argparse.Namespace) -> int:
     try:
         outcome = build(options)
     except (ConfigError, BlueprintProblems, ReleaseExists, UnknownStage, DistractorSourceError,
-            EndpointUnreachable, TransientFailures, EmptyRelease) as exc:
+            EndpointUnreachable, TransientFailures, EmptyRelease, DiskFull) as exc:
         print(f"triggerbench build: {exc}{_run_log_hint(exc)}", file=sys.stderr)
         return 1
     for record in outcome.run.records:
