@@ -31,7 +31,7 @@ from pipeline.stage import Drop, Dropped, MapStage, Stage, StageContext, StageOu
 
 log = logging.getLogger("triggerbench")
 _LLM_COUNTERS = ("requests", "cache_hits", "retries", "rate_limited", "transient_errors", "repairs", "failures",
-                 "prompt_tokens", "completion_tokens")
+                 "prompt_tokens", "completion_tokens", "timeouts", "concurrency_cuts", "effective_concurrency")
 
 
 @dataclass
