@@ -31,6 +31,7 @@ from pipeline.config import DEFAULT_CONFIG, REPO_ROOT, BuildConfig, ConfigError,
 from pipeline.empty import EmptyRelease, explain_empty
 from pipeline.leftovers import remove_leftovers
 from pipeline.llm import LLMClient
+from pipeline.oracle_guard import ORACLE_STAGES, guard_oracles
 from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult, run_stages, select
 from pipeline.stage import Stage, StageContext
@@ -57,6 +58,10 @@ class BuildOptions:
     llm_model: str | None = None
     cache_dir: Path | None = None
     llm_max_failed_share: float = 0.0
+    oracle_base_url: str | None = None
+    oracle_model: str | None = None
+    oracle_max_drop_share: float = 0.5
+    oracle_proceed: bool = False
 
 
 class DiskFull(Exception):
@@ -134,19 +139,25 @@ def build(options: BuildOptions) -> BuildOutcome:
                                       cache_path=cache_dir / "llm" / "requests.sqlite")
         if llm is not None:
             llm.check_reachable()  # an unreachable endpoint stops the build before any stage runs
+        oracle = _oracle_client(options, llm, cache_dir)
         env = environment(config, base, llm)
+        oracle_env = {**env, "llm": oracle.environment()} if oracle is not None else env
         stages = select(_stages_of(config, options), options.only)
         if any(stage.name == "distractor_pool" for stage in stages):
             env["distractors"] = distractor_environment(config, base, options)
         log.info("build %s seed %d: %d stages, cache %s", config.version, config.seed, len(stages), cache_dir)
 
         def make_context(stage: Stage) -> StageContext:
+            if oracle is not None and stage.name in ORACLE_STAGES:  # the oracles' own endpoint and model
+                return StageContext(seed=config.seed, stage=stage.name, environment=oracle_env,
+                                    services={"llm": oracle, "llm_judge": oracle}, log=log)
             return StageContext(seed=config.seed, stage=stage.name, environment=env,
                                 services={"llm": llm} if llm else {}, log=log)
 
         items = ItemCache(cache_dir / "items.sqlite")
         try:
-            run = run_stages(stages, make_context, ArtifactStore(cache_dir), items, options.llm_max_failed_share)
+            run = run_stages(stages, make_context, ArtifactStore(cache_dir), items, options.llm_max_failed_share,
+                             guard_oracles(options.oracle_max_drop_share, options.oracle_proceed))
         finally:
             items.close()
         release = None
@@ -172,10 +183,27 @@ def build(options: BuildOptions) -> BuildOutcome:
         handler.close()
 
 
+def _oracle_client(options: BuildOptions, llm: LLMClient | None, cache_dir: Path) -> LLMClient | None:
+    """A separate client for the oracle stages when ``--oracle-base-url`` or ``--oracle-model`` is given."""
+    if options.oracle_base_url is None and options.oracle_model is None:
+        return None
+    if llm is None:
+        raise ConfigError("--oracle-base-url/--oracle-model (flag): the oracles need the LLM path (--llm-base-url)")
+    oracle = LLMClient.from_settings(base_url=options.oracle_base_url or llm.config.base_url,
+                                     model=options.oracle_model or llm.config.model, api_key=llm.config.api_key,
+                                     cache_path=cache_dir / "llm" / "requests.sqlite")
+    assert oracle is not None
+    if options.oracle_base_url is not None:
+        oracle.check_reachable()
+    return oracle
+
+
 def _check_flags(options: BuildOptions) -> None:
     """Range checks of the numeric flags (the config file's numbers are checked by its models)."""
     if options.limit is not None and options.limit < 1:
         raise ConfigError(f"--limit (flag): must be at least 1, got {options.limit}")
+    if not 0.0 <= options.oracle_max_drop_share <= 1.0:
+        raise ConfigError(f"--oracle-max-drop-share (flag): must be in [0, 1], got {options.oracle_max_drop_share:g}")
     if not 0.0 <= options.llm_max_failed_share < 1.0:
         raise ConfigError(f"--llm-max-failed-share (flag): must be in [0, 1), got {options.llm_max_failed_share:g}")
 

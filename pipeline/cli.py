@@ -38,6 +38,11 @@ def _build_parser() -> argparse.ArgumentParser:
     build.add_argument("--llm-base-url", help="OpenAI-compatible endpoint for the LLM stages (default: $OPENAI_BASE_URL; none = offline)")
     build.add_argument("--llm-model", help="model name for the LLM stages")
     build.add_argument("--cache-dir", type=Path, help="cache directory (default: .cache, or $TRIGGERBENCH_CACHE)")
+    build.add_argument("--oracle-base-url", help="own endpoint for the oracle filters (default: --llm-base-url)")
+    build.add_argument("--oracle-model", help="own model for the oracle filters (default: --llm-model; the paper uses a stronger one)")
+    build.add_argument("--oracle-max-drop-share", type=float, default=0.5, metavar="F",
+                       help="an LLM oracle dropping more than this share of a dimension stops the build (default: 0.5)")
+    build.add_argument("--oracle-proceed", action="store_true", help="only warn when an oracle drops more than that share")
     build.add_argument("--llm-max-failed-share", type=float, default=0.0, metavar="F",
                        help="share of a stage's items that may fail for transient LLM reasons (outage, timeouts, "
                             "rate limits) and still let the build finish, reported and never cached (default: 0)")
@@ -67,6 +72,7 @@ def _run_build(args: argparse.Namespace) -> int:
     from pipeline.config import ConfigError
     from pipeline.empty import EmptyRelease
     from pipeline.llm.errors import EndpointUnreachable, TransientFailures
+    from pipeline.oracle_guard import OracleDropsTooMuch
     from pipeline.release import ReleaseExists
     from pipeline.runner import UnknownStage
     from stages.distractors.resolve import DistractorSourceError
@@ -77,11 +83,13 @@ def _run_build(args: argparse.Namespace) -> int:
         limit=args.limit, distractors_dir=args.distractors_dir,
         llm_base_url=args.llm_base_url or os.environ.get("OPENAI_BASE_URL"), llm_model=args.llm_model,
         cache_dir=args.cache_dir, llm_max_failed_share=args.llm_max_failed_share,
+        oracle_base_url=args.oracle_base_url, oracle_model=args.oracle_model,
+        oracle_max_drop_share=args.oracle_max_drop_share, oracle_proceed=args.oracle_proceed,
     )
     try:
         outcome = build(options)
     except (ConfigError, BlueprintProblems, ReleaseExists, UnknownStage, DistractorSourceError,
-            EndpointUnreachable, TransientFailures, EmptyRelease, DiskFull) as exc:
+            EndpointUnreachable, TransientFailures, EmptyRelease, DiskFull, OracleDropsTooMuch) as exc:
         print(f"triggerbench build: {exc}{_run_log_hint(exc)}", file=sys.stderr)
         return 1
     for record in outcome.run.records:

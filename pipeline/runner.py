@@ -89,8 +89,11 @@ def select(stages: list[Stage], only: list[str] | None) -> list[Stage]:
 
 
 def run_stages(stages: list[Stage], make_context: Any, store: ArtifactStore, items: ItemCache,
-               max_transient_share: float = 0.0) -> RunResult:
+               max_transient_share: float = 0.0, check: Any = None) -> RunResult:
     """Run ``stages`` in order; ``make_context(stage)`` gives each its StageContext.
+
+    ``check(stage, output, inputs)``, when given, runs after each stage and may raise to stop
+    the build (the oracle guard, :mod:`pipeline.oracle_guard`).
 
     Raises :class:`TransientFailures` when more than ``max_transient_share`` of a stage's
     items failed for transient LLM reasons (after the definitive results were cached).
@@ -144,6 +147,8 @@ def run_stages(stages: list[Stage], make_context: Any, store: ArtifactStore, ite
         if not cached:
             log.info("stage %-16s done in %.1fs: %d in, %d out, %d dropped", stage.name, seconds, record.items_in,
                      record.items_out, len(output.dropped))
+        if check is not None:
+            check(stage, output, {name: result.outputs[name].items for name in stage.inputs})
         result.outputs[stage.name] = output
         result.fingerprints[stage.name] = fingerprint
         result.records.append(record)
