@@ -103,5 +103,5 @@ def test_audit_of_a_tampered_real_release_is_refused_unless_told_not_to_verify(b
     assert not (tmp_path / "audit").exists()
     if tamper == "edited row count":  # the data are intact: a deliberate audit of the copy runs and says so
         forced = cli("audit", str(copy), "--out", str(tmp_path / "audit"), "--no-verify")
-        assert forced.returncode == 0, forced.stderr[-3000:]
-        assert forced.stdout.startswith(f"note: --no-verify: {copy} is audited as it is")
+        assert forced.stdout.startswith(f"note: --no-verify: {copy} is audited as it is"), forced.stderr[-3000:]
+        assert (tmp_path / "audit" / "lexical.csv").is_file()  # the audit ran (its own verdict is another matter)
