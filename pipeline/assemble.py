@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult
 from pipeline.schemas import schema_for
@@ -122,12 +124,20 @@ def distractor_section(run: RunResult) -> str:
 
 
 def previous_manifest(out_root: Path, version: str) -> dict[str, Any] | None:
-    """The manifest of the newest release under ``out_root`` older than ``version`` (for the changelog)."""
-    def key(v: str) -> tuple:
-        return tuple(int(p) if p.isdigit() else p for p in v.replace("-", ".").split("."))
+    """The manifest of the newest release under ``out_root`` older than ``version`` (for the changelog).
 
-    older = [p for p in out_root.glob("*/manifest.json") if not p.parent.name.startswith(".") and key(p.parent.name) < key(version)]
+    Versions are ordered by PEP 440 (``packaging.version``: ``0.0.1rc1 < 0.0.1 < 0.0.1.5``);
+    a directory whose name is no version is not a release and is skipped.
+    """
+    current = Version(version)
+    releases = {}
+    for path in out_root.glob("*/manifest.json"):
+        try:
+            releases[path] = Version(path.parent.name)
+        except InvalidVersion:
+            continue
+    older = [p for p, v in releases.items() if v < current]
     if not older:
         return None
-    newest = max(older, key=lambda p: key(p.parent.name))
+    newest = max(older, key=releases.__getitem__)
     return json.loads(newest.read_text(encoding="utf-8"))

@@ -7,10 +7,14 @@ a staging directory, audited there, hashed into ``manifest.json`` and renamed.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import shutil
+import sqlite3
 import platform
 import time
+import traceback
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -23,8 +27,11 @@ from pipeline import registry
 from pipeline.cache import ArtifactStore, ItemCache
 from pipeline import assemble, card_sections
 from pipeline.card import front_matter, render_card
-from pipeline.config import REPO_ROOT, BuildConfig, ConfigError, load_config
+from pipeline.config import DEFAULT_CONFIG, REPO_ROOT, BuildConfig, ConfigError, load_config
+from pipeline.empty import EmptyRelease, explain_empty
+from pipeline.leftovers import remove_leftovers
 from pipeline.llm import LLMClient
+from pipeline.oracle_guard import ORACLE_STAGES, guard_oracles
 from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult, run_stages, select
 from pipeline.stage import Stage, StageContext
@@ -50,6 +57,15 @@ class BuildOptions:
     llm_base_url: str | None = None
     llm_model: str | None = None
     cache_dir: Path | None = None
+    llm_max_failed_share: float = 0.0
+    oracle_base_url: str | None = None
+    oracle_model: str | None = None
+    oracle_max_drop_share: float = 0.5
+    oracle_proceed: bool = False
+
+
+class DiskFull(Exception):
+    """A write failed for lack of space (message names the path and what is free there)."""
 
 
 @dataclass
@@ -112,29 +128,41 @@ def shortcut_settings(config: BuildConfig) -> ShortcutSettings:
 def build(options: BuildOptions) -> BuildOutcome:
     """Run a build; see the module docstring."""
     started = time.monotonic()
+    _check_flags(options)
     config, base = load_config(options.config_path, version=options.version, seed=options.seed)
     shortcut_settings(config)  # a bad threshold fails before any stage runs
     cache_dir = options.cache_dir or default_cache_dir()
     log_file, handler = _setup_log(cache_dir)
     try:
+        remove_leftovers(options.out, cache_dir)  # staging dirs and temp files of builds that no longer run
         llm = LLMClient.from_settings(base_url=options.llm_base_url, model=options.llm_model,
                                       cache_path=cache_dir / "llm" / "requests.sqlite")
+        if llm is not None:
+            llm.check_reachable()  # an unreachable endpoint stops the build before any stage runs
+        oracle = _oracle_client(options, llm, cache_dir)
         env = environment(config, base, llm)
-        stages = select(registry.build_stages(config, options.limit), options.only)
+        oracle_env = {**env, "llm": oracle.environment()} if oracle is not None else env
+        stages = select(_stages_of(config, options), options.only)
         if any(stage.name == "distractor_pool" for stage in stages):
             env["distractors"] = distractor_environment(config, base, options)
         log.info("build %s seed %d: %d stages, cache %s", config.version, config.seed, len(stages), cache_dir)
 
         def make_context(stage: Stage) -> StageContext:
+            if oracle is not None and stage.name in ORACLE_STAGES:  # the oracles' own endpoint and model
+                return StageContext(seed=config.seed, stage=stage.name, environment=oracle_env,
+                                    services={"llm": oracle, "llm_judge": oracle}, log=log)
             return StageContext(seed=config.seed, stage=stage.name, environment=env,
                                 services={"llm": llm} if llm else {}, log=log)
 
         items = ItemCache(cache_dir / "items.sqlite")
         try:
-            run = run_stages(stages, make_context, ArtifactStore(cache_dir), items)
+            run = run_stages(stages, make_context, ArtifactStore(cache_dir), items, options.llm_max_failed_share,
+                             guard_oracles(options.oracle_max_drop_share, options.oracle_proceed))
         finally:
             items.close()
         release = None
+        if not options.only and (empty := explain_empty(stages, run, _empty_hint(config, base, options))):
+            raise EmptyRelease(empty)
         if not options.only:
             release = write_release(config, run, options.out, env, cache_dir)
             log.info("release written to %s", release)
@@ -142,9 +170,85 @@ def build(options: BuildOptions) -> BuildOutcome:
         computed = [r.name for r in run.records if not r.cached]
         log.info("build finished in %.1fs; stages recomputed: %s", seconds, ", ".join(computed) or "none")
         return BuildOutcome(release=release, run=run, log_file=log_file, seconds=seconds)
+    except Exception as error:
+        _log_traceback(handler, error)
+        if _is_disk_full(error):
+            full = DiskFull(_disk_full_message(error, options.out, cache_dir))
+            full.run_log = log_file  # type: ignore[attr-defined]
+            raise full from error
+        error.run_log = log_file  # type: ignore[attr-defined]
+        raise
     finally:
         log.removeHandler(handler)
         handler.close()
+
+
+def _oracle_client(options: BuildOptions, llm: LLMClient | None, cache_dir: Path) -> LLMClient | None:
+    """A separate client for the oracle stages when ``--oracle-base-url`` or ``--oracle-model`` is given."""
+    if options.oracle_base_url is None and options.oracle_model is None:
+        return None
+    if llm is None:
+        raise ConfigError("--oracle-base-url/--oracle-model (flag): the oracles need the LLM path (--llm-base-url)")
+    oracle = LLMClient.from_settings(base_url=options.oracle_base_url or llm.config.base_url,
+                                     model=options.oracle_model or llm.config.model, api_key=llm.config.api_key,
+                                     cache_path=cache_dir / "llm" / "requests.sqlite")
+    assert oracle is not None
+    if options.oracle_base_url is not None:
+        oracle.check_reachable()
+    return oracle
+
+
+def _check_flags(options: BuildOptions) -> None:
+    """Range checks of the numeric flags (the config file's numbers are checked by its models)."""
+    if options.limit is not None and options.limit < 1:
+        raise ConfigError(f"--limit (flag): must be at least 1, got {options.limit}")
+    if not 0.0 <= options.oracle_max_drop_share <= 1.0:
+        raise ConfigError(f"--oracle-max-drop-share (flag): must be in [0, 1], got {options.oracle_max_drop_share:g}")
+    if not 0.0 <= options.llm_max_failed_share < 1.0:
+        raise ConfigError(f"--llm-max-failed-share (flag): must be in [0, 1), got {options.llm_max_failed_share:g}")
+
+
+def _stages_of(config: BuildConfig, options: BuildOptions) -> list[Stage]:
+    """The build's stages; a bad stage parameter is reported with the config file it is in."""
+    try:
+        return registry.build_stages(config, options.limit)
+    except ConfigError as error:
+        source = options.config_path or DEFAULT_CONFIG
+        raise ConfigError(f"{source}: {error}") from None
+
+
+def _empty_hint(config: BuildConfig, base: Path, options: BuildOptions) -> str:
+    """Why the first stage could have received nothing: the blueprint directory it read."""
+    return f"no seed blueprints under {config.blueprints_path(base)}"
+
+
+def _is_disk_full(error: BaseException) -> bool:
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if isinstance(error, sqlite3.OperationalError):
+        return "disk is full" in str(error)  # SQLite's SQLITE_FULL
+    return isinstance(error, OSError) and "no space left on device" in str(error).lower()  # pyarrow's wording
+
+
+def _disk_full_message(error: BaseException, out: Path, cache_dir: Path) -> str:
+    """Which path ran out of space (the file, else the release or the cache by where it failed) and what is free there."""
+    where = getattr(error, "filename", None)
+    if where:
+        place = Path(where)
+    else:
+        frames = [Path(frame.f_code.co_filename).name for frame, _ in traceback.walk_tb(error.__traceback__)]
+        place = cache_dir if any(name in ("cache.py", "runner.py") for name in frames[-3:]) else out
+    probe = next((p for p in (place, *place.parents) if p.exists()), Path("/"))
+    what = "the cache" if place == cache_dir else "the release" if place == out else str(place)
+    return (f"no space left on device writing {what} under {place} "
+            f"({shutil.disk_usage(probe).free // 1024} KiB free there now)")
+
+
+def _log_traceback(handler: logging.Handler, error: BaseException) -> None:
+    """Write ``error``'s traceback to the run log only (the terminal gets one line from the CLI)."""
+    record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "build failed: %s", (error,),
+                            (type(error), error, error.__traceback__))
+    handler.handle(record)
 
 
 def _tool_versions() -> dict[str, str]:

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pipeline.leftovers import tmp_prefix
 from pipeline.stage import Dropped, Item, StageOutput
 
 
@@ -44,13 +45,17 @@ class ArtifactStore:
         path = self._path(stage, fingerprint)
         path.parent.mkdir(parents=True, exist_ok=True)
         header = {"dropped": [d.as_json() for d in output.dropped], "stats": output.stats}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=tmp_prefix(), suffix=".tmp")
         os.close(fd)
-        with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as handle:
-            handle.write(json.dumps(header, ensure_ascii=False) + "\n")
-            for item in output.items:
-                handle.write(json.dumps(item, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
+        try:
+            with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as handle:
+                handle.write(json.dumps(header, ensure_ascii=False) + "\n")
+                for item in output.items:
+                    handle.write(json.dumps(item, ensure_ascii=False) + "\n")
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)  # a full disk or a kill leaves no orphan behind
+            raise
 
 
 class ItemCache:

@@ -20,6 +20,7 @@ EXTERNAL_VERBS = {
     "show": ("stages.audit.show", "print one row as a conversation for review (times, gaps, marked turns, twins)"),
     "eval": ("stages.eval.cli", "score a model on a release (eval compare, eval judge-check)"),
     "publish": ("pipeline.publish", "push a release to the Hugging Face Hub, tagged with its version"),
+    "verify": ("pipeline.verify", "check a release directory against its manifest (files, sha256, row counts)"),
 }
 
 
@@ -38,6 +39,14 @@ def _build_parser() -> argparse.ArgumentParser:
     build.add_argument("--llm-base-url", help="OpenAI-compatible endpoint for the LLM stages (default: $OPENAI_BASE_URL; none = offline)")
     build.add_argument("--llm-model", help="model name for the LLM stages")
     build.add_argument("--cache-dir", type=Path, help="cache directory (default: .cache, or $TRIGGERBENCH_CACHE)")
+    build.add_argument("--oracle-base-url", help="own endpoint for the oracle filters (default: --llm-base-url)")
+    build.add_argument("--oracle-model", help="own model for the oracle filters (default: --llm-model; the paper uses a stronger one)")
+    build.add_argument("--oracle-max-drop-share", type=float, default=0.5, metavar="F",
+                       help="an LLM oracle dropping more than this share of a dimension stops the build (default: 0.5)")
+    build.add_argument("--oracle-proceed", action="store_true", help="only warn when an oracle drops more than that share")
+    build.add_argument("--llm-max-failed-share", type=float, default=0.0, metavar="F",
+                       help="share of a stage's items that may fail for transient LLM reasons (outage, timeouts, "
+                            "rate limits) and still let the build finish, reported and never cached (default: 0)")
 
     validate = sub.add_parser("validate", help="check blueprint files; print path:line: field: message")
     validate.add_argument("paths", nargs="+", type=Path, metavar="PATH")
@@ -60,8 +69,11 @@ def _argv_verbs() -> set[str]:
 def _run_build(args: argparse.Namespace) -> int:
     import os
 
-    from pipeline.build import BuildOptions, build
+    from pipeline.build import BuildOptions, DiskFull, build
     from pipeline.config import ConfigError
+    from pipeline.empty import EmptyRelease
+    from pipeline.llm.errors import EndpointUnreachable, TransientFailures
+    from pipeline.oracle_guard import OracleDropsTooMuch
     from pipeline.release import ReleaseExists
     from pipeline.runner import UnknownStage
     from stages.distractors.resolve import DistractorSourceError
@@ -71,12 +83,15 @@ def _run_build(args: argparse.Namespace) -> int:
         config_path=args.config, out=args.out, version=args.version, seed=args.seed, only=args.only or [],
         limit=args.limit, distractors_dir=args.distractors_dir,
         llm_base_url=args.llm_base_url or os.environ.get("OPENAI_BASE_URL"), llm_model=args.llm_model,
-        cache_dir=args.cache_dir,
+        cache_dir=args.cache_dir, llm_max_failed_share=args.llm_max_failed_share,
+        oracle_base_url=args.oracle_base_url, oracle_model=args.oracle_model,
+        oracle_max_drop_share=args.oracle_max_drop_share, oracle_proceed=args.oracle_proceed,
     )
     try:
         outcome = build(options)
-    except (ConfigError, BlueprintProblems, ReleaseExists, UnknownStage, DistractorSourceError) as exc:
-        print(f"triggerbench build: {exc}", file=sys.stderr)
+    except (ConfigError, BlueprintProblems, ReleaseExists, UnknownStage, DistractorSourceError,
+            EndpointUnreachable, TransientFailures, EmptyRelease, DiskFull, OracleDropsTooMuch) as exc:
+        print(f"triggerbench build: {exc}{_run_log_hint(exc)}", file=sys.stderr)
         return 1
     for record in outcome.run.records:
         state = "cached" if record.cached else f"{record.seconds:.1f}s"
@@ -85,6 +100,12 @@ def _run_build(args: argparse.Namespace) -> int:
         print(f"release: {outcome.release}")
     print(f"run log: {outcome.log_file}  ({outcome.seconds:.1f}s)")
     return 0
+
+
+def _run_log_hint(error: BaseException) -> str:
+    """`` (run log: PATH)`` when the build got far enough to write one."""
+    path = getattr(error, "run_log", None)
+    return f" (run log: {path})" if path else ""
 
 
 def _run_validate(args: argparse.Namespace) -> int:

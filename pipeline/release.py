@@ -2,7 +2,8 @@
 
 ``ReleaseWriter`` writes into ``<out>/.staging-<version>-<pid>``; ``finish`` writes
 ``manifest.json`` (sha256 of every other file) and renames the staging directory to
-``<out>/<version>``. An existing release is never overwritten; a failed build leaves no
+``<out>/<version>``. An owner file beside the staging directory (:mod:`pipeline.leftovers`)
+lets a later build remove it if this process dies. An existing release is never overwritten; a failed build leaves no
 partial release behind (``abort`` removes the staging directory).
 """
 
@@ -19,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.hashing import sha256_file
+from pipeline.leftovers import write_owner
 from pipeline.schemas import conform
 
 SHARD_BYTES = 256 * 1024 * 1024  # text per shard file
@@ -41,6 +43,7 @@ class ReleaseWriter:
         self.staging = out_root / f".staging-{version}-{os.getpid()}"
         if self.staging.exists():
             shutil.rmtree(self.staging)
+        self.owner = write_owner(self.staging)  # lets a later build tell a dead build's leftovers from a live one
         self.staging.mkdir()
         self.configs: dict[str, dict[str, dict[str, Any]]] = {}
 
@@ -120,10 +123,12 @@ class ReleaseWriter:
         if self.final.exists():
             raise ReleaseExists(f"{self.final} appeared while building; not overwriting it")
         os.rename(self.staging, self.final)
+        self.owner.unlink(missing_ok=True)
         return self.final
 
     def abort(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
+        self.owner.unlink(missing_ok=True)
 
 
 def _approx_bytes(row: dict) -> int:

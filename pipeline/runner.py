@@ -5,6 +5,14 @@ environment, input fingerprints). A stored artifact with that fingerprint is loa
 instead of recomputed. A :class:`~pipeline.stage.MapStage` that does run looks up each
 item in the item cache first and stores every new result as soon as it is computed, so
 an interrupted build resumes without redoing finished items.
+
+Only definitive results are cached. An item whose processing saw a transient LLM failure
+(:data:`pipeline.llm.errors.TRANSIENT_ERRORS`: the endpoint down, slow, overloaded or
+rate-limiting past the retries) is kept out of the item cache, and a stage output with
+such items is not stored: it gets an "incomplete" fingerprint, so nothing downstream is
+cached under the complete one either. More than ``max_transient_share`` of a stage's
+items affected stops the build (:class:`~pipeline.llm.errors.TransientFailures`); the
+next build retries exactly those items.
 """
 
 from __future__ import annotations
@@ -17,11 +25,13 @@ from typing import Any
 
 from pipeline.cache import ArtifactStore, ItemCache, item_result_to_json
 from pipeline.hashing import combine, sha256_json
+from pipeline.llm.errors import TransientFailures
+from pipeline.llm.stats import LLMStats
 from pipeline.stage import Drop, Dropped, MapStage, Stage, StageContext, StageOutput
 
 log = logging.getLogger("triggerbench")
 _LLM_COUNTERS = ("requests", "cache_hits", "retries", "rate_limited", "transient_errors", "repairs", "failures",
-                 "prompt_tokens", "completion_tokens")
+                 "prompt_tokens", "completion_tokens", "timeouts", "concurrency_cuts", "effective_concurrency")
 
 
 @dataclass
@@ -78,8 +88,16 @@ def select(stages: list[Stage], only: list[str] | None) -> list[Stage]:
     return [stage for stage in stages if stage.name in needed]
 
 
-def run_stages(stages: list[Stage], make_context: Any, store: ArtifactStore, items: ItemCache) -> RunResult:
-    """Run ``stages`` in order; ``make_context(stage)`` gives each its StageContext."""
+def run_stages(stages: list[Stage], make_context: Any, store: ArtifactStore, items: ItemCache,
+               max_transient_share: float = 0.0, check: Any = None) -> RunResult:
+    """Run ``stages`` in order; ``make_context(stage)`` gives each its StageContext.
+
+    ``check(stage, output, inputs)``, when given, runs after each stage and may raise to stop
+    the build (the oracle guard, :mod:`pipeline.oracle_guard`).
+
+    Raises :class:`TransientFailures` when more than ``max_transient_share`` of a stage's
+    items failed for transient LLM reasons (after the definitive results were cached).
+    """
     result = RunResult(outputs={}, fingerprints={}, records=[])
     for stage in stages:
         ctx: StageContext = make_context(stage)
@@ -98,9 +116,17 @@ def run_stages(stages: list[Stage], make_context: Any, store: ArtifactStore, ite
             if isinstance(stage, MapStage):
                 output = _run_map(stage, inputs, ctx, items)
             else:
+                before = _transient_counts(ctx)
                 output = stage.run(inputs, ctx)
+                reasons = _transient_counts(ctx) - before
+                output.incomplete = _transient_ids(output, reasons)
+                if reasons:
+                    output.stats["transient_failures"] = dict(reasons)
             _check_ids(stage.name, output)
-            store.save(stage.name, fingerprint, output)
+            if output.incomplete:
+                fingerprint = _guard_incomplete(stage, fingerprint, ctx, output, inputs, max_transient_share)
+            else:
+                store.save(stage.name, fingerprint, output)
         seconds = time.monotonic() - started
         items_in = len(result.outputs[stage.inputs[0]].items) if stage.inputs else output.stats.get("items_in", len(output.items))
         record = StageRecord(
@@ -113,12 +139,16 @@ def run_stages(stages: list[Stage], make_context: Any, store: ArtifactStore, ite
             seconds=seconds,
             extra={k: v for k, v in output.stats.items() if k in {"llm", "filters"}},
         )
+        if output.incomplete:
+            record.extra["incomplete"] = len(output.incomplete)
         if cached and "llm" in record.extra:  # nothing was sent this time: the artifact was reused
             record.extra["llm"] = {**record.extra["llm"], **{key: 0 for key in _LLM_COUNTERS if key in record.extra["llm"]},
                                    "reused_artifact": True}
         if not cached:
             log.info("stage %-16s done in %.1fs: %d in, %d out, %d dropped", stage.name, seconds, record.items_in,
                      record.items_out, len(output.dropped))
+        if check is not None:
+            check(stage, output, {name: result.outputs[name].items for name in stage.inputs})
         result.outputs[stage.name] = output
         result.fingerprints[stage.name] = fingerprint
         result.records.append(record)
@@ -144,8 +174,15 @@ def _run_map(stage: MapStage, inputs: dict[str, list[dict]], ctx: StageContext, 
             if not prepared:
                 stage.setup({name: inputs[name] for name in side_names}, ctx)
                 prepared = True
+            transient_before = _transient_counts(ctx)
             stored = item_result_to_json(stage.process(item, ctx))
-            cache.put(key, stored)
+            transient = _transient_counts(ctx) - transient_before
+            if transient:
+                output.incomplete.append(item["id"])  # an outage is not a result: never cached
+                reasons = Counter(output.stats.get("transient_failures", {})) + transient
+                output.stats["transient_failures"] = dict(reasons)
+            else:
+                cache.put(key, stored)
         if "drop" in stored:
             output.dropped.append(Dropped(item["id"], stored["drop"], stored.get("detail", "")))
             continue
@@ -158,6 +195,47 @@ def _run_map(stage: MapStage, inputs: dict[str, list[dict]], ctx: StageContext, 
     if llm is not None and "llm" in stage.environment_keys():
         output.stats["llm"] = llm.stats.since(before).as_dict()
     return output
+
+
+def _llm_stats(ctx: StageContext) -> list[LLMStats]:
+    """The statistics of every distinct LLM client among the stage's services."""
+    found: dict[int, LLMStats] = {}
+    for service in ctx.services.values():
+        stats = getattr(service, "stats", None)
+        if isinstance(stats, LLMStats):
+            found[id(stats)] = stats
+    return list(found.values())
+
+
+def _transient_counts(ctx: StageContext) -> Counter[str]:
+    """Transient LLM failures so far over the stage's clients, by reason."""
+    total: Counter[str] = Counter()
+    for stats in _llm_stats(ctx):
+        total.update(stats.transient_failures())
+    return total
+
+
+def _transient_ids(output: StageOutput, reasons: Counter[str]) -> list[str]:
+    """Items of a whole-collection stage dropped for the transient ``reasons`` (one marker if none named)."""
+    if not reasons:
+        return []
+    names = {f"llm_{reason}" for reason in reasons}
+    ids = sorted({d.item_id for d in output.dropped if d.reason in names})
+    return ids or ["(whole stage)"]
+
+
+def _guard_incomplete(stage: Stage, fingerprint: str, ctx: StageContext, output: StageOutput, inputs: dict[str, list[dict]],
+                      max_share: float) -> str:
+    """Stop when too many items failed transiently; else the fingerprint of this one-off output."""
+    total = len(inputs[stage.inputs[0]]) if stage.inputs else max(len(output.items), 1)
+    failed = len(output.incomplete)
+    reasons = output.stats.get("transient_failures", {})
+    endpoints = sorted({str(s.endpoint) for s in _llm_stats(ctx)})
+    log.warning("stage %s: %d of %d items failed with transient LLM errors (%s); not cached",
+                stage.name, failed, total, reasons)
+    if failed > max_share * total:
+        raise TransientFailures(stage.name, failed, total, dict(reasons), ", ".join(endpoints), max_share)
+    return combine(fingerprint, "incomplete", *sorted(output.incomplete))
 
 
 def _check_ids(stage: str, output: StageOutput) -> None:

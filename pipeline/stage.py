@@ -64,11 +64,16 @@ class Dropped:
 
 @dataclass
 class StageOutput:
-    """What a stage returns: kept items, dropped items, and free-form statistics."""
+    """What a stage returns: kept items, dropped items, and free-form statistics.
+
+    ``incomplete`` (set by the runner, never stored) lists the ids of items whose result
+    depended on a transient LLM failure: such an output is used once, never cached.
+    """
 
     items: list[Item]
     dropped: list[Dropped] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    incomplete: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
+from pipeline.bounds import CountRange, NonNegative
 
 from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.stage import Drop, Item, MapStage, StageContext
@@ -33,8 +34,8 @@ DEFAULT_FILLER = {
 
 class DialogueParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    filler_exchanges: dict[str, tuple[int, int]] = DEFAULT_FILLER
-    max_leading_exchanges: int = 2
+    filler_exchanges: dict[str, CountRange] = DEFAULT_FILLER
+    max_leading_exchanges: NonNegative = 2
     llm: FillerParams = FillerParams()
 
 

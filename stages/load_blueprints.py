@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
+from pipeline.bounds import Count
 
 from pipeline.blueprints.loader import Corpus, load_corpus
 from pipeline.blueprints.schema import to_json
@@ -24,7 +25,7 @@ class BlueprintProblems(Exception):
 
 class LoadParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    limit: int | None = None
+    limit: Count | None = None
 
 
 def corpus_digest(root: Path) -> str:

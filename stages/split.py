@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from pydantic import BaseModel, ConfigDict
+from pipeline.bounds import Fraction
 
 from pipeline.seeding import stable_fraction
 from pipeline.stage import Item, Stage, StageContext, StageOutput
@@ -18,7 +19,7 @@ from pipeline.stage import Item, Stage, StageContext, StageOutput
 
 class SplitParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    dev_fraction: float = 0.10
+    dev_fraction: Fraction = 0.10
 
 
 class Split(Stage):

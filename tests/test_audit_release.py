@@ -264,8 +264,9 @@ def _cli(argv: list[str]) -> int:
 
 def test_build_audit_equals_cli_rerun(build_audit: Any, release: Path, tmp_path: Path) -> None:
     out = tmp_path / "rerun"
-    # exit 1: the fixture's rows break shortcut invariants (rm_base rows have no messages at all)
-    assert _cli([str(release), "--out", str(out), "--cache-dir", str(tmp_path / "fresh-cache")]) == 1
+    # no manifest.json to verify against (a staging-like directory); exit 1: the fixture's rows break
+    # shortcut invariants (rm_base rows have no messages at all)
+    assert _cli([str(release), "--out", str(out), "--cache-dir", str(tmp_path / "fresh-cache"), "--no-verify"]) == 1
     failing = pl.read_csv(out / "shortcuts.csv").filter(pl.col("fails"))
     assert ("rm_base", "no_messages_rows") in failing.select("config", "finder").rows()
     built = release / "audits"
@@ -300,7 +301,8 @@ def test_release_without_card_configs_is_read_from_data_folders(build_audit: Any
 
 def test_cli_unloadable_embedding_model_is_a_clear_error(release: Path, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    assert _cli([str(release), "--out", str(tmp_path / "out"), "--embedding-model", "no-such-org/no-model"]) == 1
+    assert _cli([str(release), "--out", str(tmp_path / "out"), "--embedding-model", "no-such-org/no-model",
+                 "--no-verify"]) == 1
     error = capsys.readouterr().err
     assert "no-such-org/no-model" in error and "Traceback" not in error
     assert not (tmp_path / "out").exists()

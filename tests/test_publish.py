@@ -239,16 +239,15 @@ def test_interrupted_upload_resumes_without_resending_finished_files(hub, tmp_pa
     assert sorted(puts) == parquet, "every parquet file reached the server exactly once"
 
 
-def test_verification_reports_a_row_count_that_differs_from_the_manifest(hub, tmp_path):
+def test_a_row_count_that_differs_from_the_manifest_is_refused_before_any_upload(hub, tmp_path):
     release = make_release(tmp_path / "releases")
     manifest = json.loads((release / "manifest.json").read_text())
     manifest["configs"]["pm_base"]["dev"]["rows"] = 4  # the dev shard really holds 3 rows
     (release / "manifest.json").write_text(json.dumps(manifest, sort_keys=True, indent=2))
     result = publish(hub, release, "org/miscounted")
     assert result.returncode == 1
-    assert "pm_base/dev: 3 rows reloaded, manifest 4 [MISMATCH]" in result.stdout
-    assert "pm_base/test: 7 rows reloaded, manifest 7 [ok]" in result.stdout
-    assert "verification FAILED" in result.stderr
+    assert "rows: pm_base/dev: manifest says 4, its parquet files hold 3" in result.stderr
+    assert not (hub["root"] / "datasets" / "org" / "miscounted").exists()  # refused before anything was sent
 
 
 def test_private_repo_is_hidden_from_anonymous_readers_and_verified_with_the_token(hub, tmp_path):

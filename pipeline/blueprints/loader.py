@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pipeline.blueprints.rules import check
 from pipeline.blueprints.schema import Blueprint
 from pipeline.blueprints.slots import values_of
-from pipeline.blueprints.yamlio import FieldPath, LocatedDocument, YamlProblem, dotted, load_located
+from pipeline.blueprints.yamlio import (MAX_CORPUS_BYTES, MAX_YAML_BYTES, FieldPath, LocatedDocument, YamlProblem,
+                                        dotted, load_located)
 from pipeline.text import mentions
 
 MIN_CLEAN_EXCHANGES = 8
@@ -100,7 +101,18 @@ def load_corpus(paths: list[Path], lint: bool = True) -> Corpus:
     """Parse, validate and (optionally) lint every blueprint and filler file under ``paths``."""
     files, problems = yaml_files(paths)
     corpus = Corpus(problems=problems)
+    total = 0
     for path in files:
+        size = path.stat().st_size
+        total += size
+        if total > MAX_CORPUS_BYTES:
+            corpus.problems.append(LocatedProblem(str(path), 1, "<file>", f"the corpus passes {MAX_CORPUS_BYTES} bytes "
+                                                  "here; files from this one on are not read"))
+            break
+        if size > MAX_YAML_BYTES:
+            corpus.problems.append(LocatedProblem(str(path), 1, "<file>", f"file is {size} bytes, more than the "
+                                                  f"{MAX_YAML_BYTES} allowed for a blueprint or filler file"))
+            continue
         _load_file(path, corpus)
     _check_duplicates(corpus)
     if lint:

@@ -1,4 +1,10 @@
-"""YAML loading that remembers the line of every field, for ``path:line: field: message``."""
+"""YAML loading that remembers the line of every field, for ``path:line: field: message``.
+
+Input limits (documented in ``blueprints/README.md``): a file larger than
+:data:`MAX_YAML_BYTES` is refused before it is read (see :mod:`pipeline.blueprints.loader`),
+and anchors and aliases (``&name`` / ``*name``) are refused outright: the corpus never needs
+them, and a few nested aliases expand into gigabytes (a "billion laughs" alias bomb).
+"""
 
 from __future__ import annotations
 
@@ -35,13 +41,29 @@ class LocatedDocument:
         return 1
 
 
+MAX_YAML_BYTES = 256 * 1024  # per blueprint or filler file; the largest in the corpus is ~22 KB
+MAX_CORPUS_BYTES = 32 * 1024 * 1024  # all files of one corpus together
+
 _constructor = yaml.SafeLoader(stream="")
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """A safe loader that refuses anchors and aliases (no alias bombs, no shared nodes)."""
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            kind = "alias" if isinstance(event, yaml.AliasEvent) else "anchor"
+            sign = "*" if kind == "alias" else "&"
+            raise YamlProblem(event.start_mark.line + 1, "<file>",
+                              f"YAML {kind} {sign}{event.anchor} is not allowed: write the value out (no anchors or aliases)")
+        return super().compose_node(parent, index)
 
 
 def load_located(text: str) -> LocatedDocument:
     """Parse one YAML document, keeping lines; raise :class:`YamlProblem` on bad input."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_NoAliasLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1

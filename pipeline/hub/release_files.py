@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
 
 from pipeline.hashing import sha256_file
@@ -82,14 +84,46 @@ def check_release(release_dir: Path, manifest: dict[str, Any]) -> list[ReleaseFi
         local = release_dir / path
         digest = sha256_file(local)
         if digest != expected[path]:
-            problems.append(f"changed: {path} (sha256 {digest[:12]}..., manifest says {expected[path][:12]}...)")
+            size = local.stat().st_size
+            problems.append(f"changed: {path} ({size} bytes, sha256 {digest[:12]}..., manifest says {expected[path][:12]}...)")
         files.append(ReleaseFile(path, local, local.stat().st_size, digest))
+    problems += row_problems(release_dir, manifest)
     if problems:
         shown = "\n  ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")
         raise ReleaseProblem(f"{release_dir} no longer matches its manifest:\n  {shown}")
     manifest_path = release_dir / MANIFEST
     files.append(ReleaseFile(MANIFEST, manifest_path, manifest_path.stat().st_size, sha256_file(manifest_path)))
     return files
+
+
+def row_problems(release_dir: Path, manifest: dict[str, Any]) -> list[str]:
+    """Row counts per config and split in the manifest vs the parquet files' own metadata.
+
+    ``manifest.json`` is the one file its own hashes do not cover, so an edited count is only
+    caught here. Also flags a shard the manifest lists under no config, or one pyarrow cannot read.
+    """
+    problems: list[str] = []
+    listed: set[str] = set()
+    for config, splits in sorted((manifest.get("configs") or {}).items()):
+        for split, entry in sorted(splits.items()):
+            held = 0
+            for relative in entry.get("files", []):
+                listed.add(relative)
+                path = release_dir / relative
+                if not path.is_file():
+                    continue  # reported as missing by the file check
+                try:
+                    held += pq.ParquetFile(path).metadata.num_rows
+                except (pa.ArrowException, OSError) as error:
+                    problems.append(f"unreadable: {relative} ({type(error).__name__}: {str(error)[:200]})")
+                    held = -1
+                    break
+            if held >= 0 and held != entry.get("rows"):
+                problems.append(f"rows: {config}/{split}: manifest says {entry.get('rows')}, its parquet files hold {held}")
+    for relative in sorted(p for p in manifest.get("files", {}) if p.endswith(".parquet") and p.startswith("data/")):
+        if relative not in listed:
+            problems.append(f"unlisted: {relative} (in no config of the manifest)")
+    return problems
 
 
 def card_configs(readme_text: str) -> dict[str, list[str]]:

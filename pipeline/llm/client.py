@@ -3,7 +3,7 @@
 A stage builds a batch of :class:`ChatRequest` and calls ``client.map(requests)``; the
 answers come back in order as :class:`LLMResult` (never an exception per item). Inside, one
 event loop sends the requests that the cache cannot answer, at most ``concurrency`` at a
-time, through ``openai.AsyncOpenAI`` with the SDK's own retries off, so the rules in
+time (an adaptive limit below that cap, :mod:`pipeline.llm.adaptive`), through ``openai.AsyncOpenAI`` with the SDK's own retries off, so the rules in
 :mod:`pipeline.llm.retry` are the only ones. Identical requests in a batch are sent once.
 Every successful answer is written to the cache as soon as it arrives.
 """
@@ -21,12 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 from openai.types.chat import ChatCompletion
 from tqdm import tqdm
 
+from pipeline.llm.adaptive import Gate
 from pipeline.llm.cache import RequestCache, request_key
 from pipeline.llm.config import LLMConfig
+from pipeline.llm.errors import EndpointUnreachable
 from pipeline.llm.request import ChatRequest, LLMResult
 from pipeline.llm.retry import parse_retry_after
 from pipeline.llm.stats import LLMStats, safe_endpoint
@@ -61,10 +64,10 @@ class _FormatRejected(Exception):
 
 @dataclass
 class _Session:
-    """Per-batch state: the SDK client bound to this event loop, the cap, a shared pause."""
+    """Per-batch state: the SDK client bound to this event loop, the adaptive limit, a shared pause."""
 
     api: openai.AsyncOpenAI
-    gate: asyncio.Semaphore
+    gate: Gate
     pause_until: float = 0.0
 
 
@@ -77,7 +80,9 @@ class LLMClient:
         self._model = config.model
         self._mode_lock = threading.Lock()
         self._mode_index = 0 if config.structured_mode == "auto" else MODES.index(config.structured_mode)
-        self.stats = LLMStats(endpoint=safe_endpoint(config.base_url), model=config.model)
+        self.stats = LLMStats(endpoint=safe_endpoint(config.base_url), model=config.model,
+                              concurrency_cap=config.concurrency)
+        self._limit = 0.0  # the adaptive in-flight limit, carried from batch to batch (0: start at the cap)
 
     @classmethod
     def from_settings(
@@ -109,6 +114,18 @@ class LLMClient:
             self._model = listed[0]
             self.stats.model = self._model
         return self._model
+
+    def check_reachable(self, timeout: float = 10.0) -> None:
+        """Raise :class:`EndpointUnreachable` unless the endpoint answers HTTP at all (any status)."""
+        url = self.config.base_url.rstrip("/") + "/models"
+        headers = {"Authorization": f"Bearer {self.config.api_key}"}
+        try:
+            with httpx.Client(timeout=min(timeout, self.config.timeout)) as http:
+                http.get(url, headers=headers)
+        except httpx.TimeoutException:
+            raise EndpointUnreachable(self.stats.endpoint, f"no answer within {min(timeout, self.config.timeout):g}s") from None
+        except httpx.TransportError as error:
+            raise EndpointUnreachable(self.stats.endpoint, _short(error)) from None
 
     def environment(self) -> dict[str, str | None]:
         """Facts that change LLM outputs, for stage fingerprints (no key, no credentials)."""
@@ -158,7 +175,7 @@ class LLMClient:
         disabled = os.environ.get("TRIGGERBENCH_PROGRESS", "1") == "0" or len(work) < 2
         bar = tqdm(total=len(work), desc=desc, file=sys.stderr, disable=disabled, leave=False, unit="req")
         async with openai.AsyncOpenAI(**self._sdk_args()) as api:
-            session = _Session(api=api, gate=asyncio.Semaphore(self.config.concurrency))
+            session = _Session(api=api, gate=Gate(self.config.concurrency, self.stats, self._limit, self.config.adaptive))
 
             async def one(request: ChatRequest, key: str) -> LLMResult:
                 result = await self._answer(session, request, key)
@@ -168,6 +185,7 @@ class LLMClient:
             try:
                 return list(await asyncio.gather(*(one(r, k) for r, k in work)))
             finally:
+                self._limit = session.gate.limit
                 bar.close()
 
     def _sdk_args(self) -> dict[str, Any]:
@@ -182,7 +200,7 @@ class LLMClient:
         """Retry / repair loop for one request; always returns, never raises for the item."""
         policy = self.config.retry
         messages = request.wire_messages()
-        attempts = repairs = limited = transient = 0
+        attempts = repairs = limited = transient = unconnected = 0
         while True:
             mode = self._mode() if request.schema is not None else None
             attempts += 1
@@ -201,10 +219,15 @@ class LLMClient:
                     count, budget = limited, policy.max_rate_limit_retries
                 else:
                     transient += 1
+                    unconnected += error.kind == "connection_error"
                     self.stats.add("transient_errors")
                     count, budget = transient, policy.max_retries
                 if count > budget:
                     detail = f"{error.detail} (gave up after {count} {error.kind} errors)"
+                    if unconnected == attempts:
+                        # every attempt failed to connect: the endpoint is down, not this request
+                        self.stats.add_failure(error.kind)
+                        raise EndpointUnreachable(self.stats.endpoint, detail)
                     return self._fail(request, key, error.kind, detail, attempts)
                 delay = policy.wait(count - 1, key, error.retry_after)
                 if error.kind == "rate_limited" and error.retry_after is not None:
@@ -246,7 +269,7 @@ class LLMClient:
             fmt = response_format(request.schema, mode)
             if fmt is not None:
                 extra["response_format"] = fmt
-        async with session.gate:
+        async with session.gate.slot() as slot:
             self.stats.add("requests")
             body = {"model": self.model, "messages": messages, **request.sampling(), **extra}
             # the SDK's documented raw ``post``: same transport, errors and parsing as
@@ -255,8 +278,11 @@ class LLMClient:
             try:
                 completion = await asyncio.wait_for(call, timeout=self.config.timeout + 1.0)
             except openai.RateLimitError as error:
+                slot.congested()
                 raise _Retryable("rate_limited", _short(error), parse_retry_after(error.response.headers)) from error
             except (openai.APITimeoutError, asyncio.TimeoutError) as error:
+                slot.congested()
+                self.stats.add("timeouts")
                 raise _Retryable("timeout", f"no answer within {self.config.timeout:g}s") from error
             except openai.APIConnectionError as error:
                 raise _Retryable("connection_error", _short(error)) from error

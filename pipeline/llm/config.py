@@ -39,6 +39,7 @@ class LLMConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_repairs: int = 2
     structured_mode: str = "auto"
+    adaptive: bool = True  # AIMD in-flight limit below ``concurrency`` (False: always ``concurrency``)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from pipeline.llm.errors import TRANSIENT_ERRORS
 from pipeline.llm.structured import schema_of, with_schema_instruction
 from pipeline.stage import Drop
 
@@ -83,6 +84,11 @@ class LLMResult:
     mode: str | None = None
     tag: str = ""
     usage: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def transient(self) -> bool:
+        """True for a failure that says nothing about the request (outage, overload, rate limit)."""
+        return not self.ok and self.error in TRANSIENT_ERRORS
 
     def parsed(self, model: type[M]) -> M:
         """The validated answer as an instance of ``model`` (only for ``ok`` structured results)."""

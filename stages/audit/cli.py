@@ -22,6 +22,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "(default: BAAI/bge-base-en-v1.5 if loadable, else the bundled all-MiniLM-L6-v2)")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="embedding cache directory (default: $TRIGGERBENCH_CACHE, else ~/.cache/triggerbench)")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="audit a local release even if it no longer matches its manifest (a modified copy)")
 
 
 def _inside(path: Path, parent: Path) -> bool:
@@ -39,6 +41,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {out} is inside the release {source_path}; releases are immutable, choose another --out",
               file=sys.stderr)
         return 1
+    if source_path.is_dir():
+        from pipeline.hub.release_files import ReleaseProblem
+        from pipeline.verify import verify_release
+
+        if args.no_verify:
+            print(f"note: --no-verify: {source_path} is audited as it is, not checked against its manifest")
+        else:
+            try:
+                verify_release(source_path)
+            except ReleaseProblem as problem:
+                print(f"error: {problem}\n(pass --no-verify to audit a modified copy on purpose)", file=sys.stderr)
+                return 1
     try:
         result = run_audit(args.release, out, revision=args.revision, embedding_model=args.embedding_model,
                            cache_dir=args.cache_dir)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pipeline.bounds import NonNegative, Temperature, Tokens
 
 from pipeline.blueprints.loader import load_corpus
 from pipeline.blueprints.slots import values_of
@@ -30,12 +31,12 @@ class FillerParams(BaseModel):
     """Knobs of the LLM filler path of ``dialogues``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    temperature: float = 0.8
-    max_tokens: int = 450
+    temperature: Temperature = 0.8
+    max_tokens: Tokens = 450
     attempts: int = Field(default=3, ge=1)
-    example_chars: int = 600
-    min_user_words: int = 4
-    min_answer_words: int = 12
+    example_chars: NonNegative = 600
+    min_user_words: NonNegative = 4
+    min_answer_words: NonNegative = 12
 
 
 class FillerExchange(BaseModel):

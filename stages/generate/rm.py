@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pipeline.bounds import Temperature, Tokens
 
 from pipeline.hashing import sha256_json
 from pipeline.llm import ChatRequest
@@ -30,9 +31,9 @@ class RMParams(BaseModel):
     """Knobs of the LLM RM path of ``variants``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    temperature: float = 0.7
-    max_tokens: int = 200
-    answer_max_tokens: int = 200
+    temperature: Temperature = 0.7
+    max_tokens: Tokens = 200
+    answer_max_tokens: Tokens = 200
     attempts: int = Field(default=2, ge=1)
 
 

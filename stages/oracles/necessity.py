@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pipeline.bounds import Temperature, Tokens
 
 from pipeline.blueprints.rules import ZERO_OVERLAP_DIMENSIONS
 from pipeline.seeding import derive_seed
@@ -27,10 +28,10 @@ from stages.oracles.outcome import OFFLINE_METHOD, Outcome
 class NecessityParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     rollouts: int = Field(default=5, ge=1)
-    temperature: float = Field(default=0.8, ge=0.0)
+    temperature: Temperature = 0.8
     max_guessed: int = Field(default=0, ge=0)
-    answer_max_tokens: int = 512
-    judge_max_tokens: int = 200
+    answer_max_tokens: Tokens = 512
+    judge_max_tokens: Tokens = 200
     word_check_dimensions: tuple[str, ...] = ZERO_OVERLAP_DIMENSIONS
 
 

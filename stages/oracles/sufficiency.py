@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pipeline.bounds import Tokens
 
 from pipeline.blueprints.rules import check_rendered
 from pipeline.blueprints.schema import Blueprint, to_json
@@ -33,8 +34,8 @@ from stages.oracles.outcome import Outcome
 
 class SufficiencyParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    answer_max_tokens: int = 512
-    judge_max_tokens: int = 200
+    answer_max_tokens: Tokens = 512
+    judge_max_tokens: Tokens = 200
     review_file: str | None = None
     keep_pending: bool = False
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from pydantic import BaseModel, ConfigDict
+from pipeline.bounds import Count, Similarity
 
 from pipeline.hashing import canonical_json
 from pipeline.stage import Dropped, Item, Stage, StageContext, StageOutput
@@ -20,8 +21,8 @@ from pipeline.text import words
 
 class DedupeParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    max_similarity: float = 0.92
-    targets: dict[str, int] = {}
+    max_similarity: Similarity = 0.92
+    targets: dict[str, Count] = {}
 
 
 def scenario_text(item: Item) -> str:

@@ -18,6 +18,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pipeline.bounds import Similarity, Temperature, Tokens
 
 from pipeline.blueprints.rules import check_rendered
 from pipeline.blueprints.schema import Blueprint, to_json
@@ -38,10 +39,10 @@ class LLMScaleParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     examples: int = Field(default=2, ge=1)
-    temperature: float = 0.9
-    max_tokens: int = 1500
+    temperature: Temperature = 0.9
+    max_tokens: Tokens = 1500
     lint_repairs: int = Field(default=1, ge=0)
-    max_cosine: float = 0.9
+    max_cosine: Similarity = 0.9
     embedding_model: str | None = None
 
 

@@ -10,6 +10,7 @@ dropped with the lint messages.
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
+from pipeline.bounds import Count
 
 from pipeline.blueprints.rules import check_rendered
 from pipeline.blueprints.schema import Blueprint, to_json
@@ -22,7 +23,7 @@ MAX_ENUMERATED = 4096
 
 class ScaleParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    max_per_seed: int = 8
+    max_per_seed: Count = 8
     llm: LLMScaleParams = LLMScaleParams()
 
 

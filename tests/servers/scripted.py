@@ -108,6 +108,8 @@ class ScriptedServer:
     handler: Handler = echo_handler
     latency: float = 0.0
     models: tuple[str, ...] = ("scripted-model",)
+    bind_port: int = 0  # 0: any free port
+    slots: int = 0  # > 0: answer at most this many chat requests at a time, the rest queue (a llama.cpp-like server)
     requests: list[Recorded] = field(default_factory=list)
     _queue: deque[Reply] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -115,6 +117,7 @@ class ScriptedServer:
     _httpd: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
     _chat_count: int = 0
+    _slots: threading.Semaphore | None = None
     in_flight: int = 0
     max_in_flight: int = 0
 
@@ -138,7 +141,8 @@ class ScriptedServer:
             return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
     def start(self) -> ScriptedServer:
-        self._httpd = _Server(("127.0.0.1", 0), _make_handler(self))
+        self._slots = threading.Semaphore(self.slots) if self.slots > 0 else None
+        self._httpd = _Server(("127.0.0.1", self.bind_port), _make_handler(self))
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-llm", daemon=True)
         self._thread.start()
         return self
@@ -236,11 +240,15 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             if not self.path.rstrip("/").endswith("/chat/completions") or not isinstance(body, dict):
                 self._send(404 if body is not None else 400, b'{"error": {"message": "bad request"}}')
                 return
+            if server._slots is not None:
+                server._slots.acquire()  # queued like a busy single-slot server: work goes on if the client leaves
             server._enter()
             try:
                 self._answer(server._next_reply(body), body)
             finally:
                 server._leave()
+                if server._slots is not None:
+                    server._slots.release()
 
         def _answer(self, reply: Reply, body: dict[str, Any]) -> None:
             if server.latency and server._stopping.wait(server.latency):
@@ -277,9 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each chat answer")
     parser.add_argument("--json-reply", help="answer requests with a response_format with this text (others: echo)")
+    parser.add_argument("--slots", type=int, default=0, help="chat requests answered at a time (0: no limit)")
     args = parser.parse_args(argv)
     handler = structured_handler(args.json_reply) if args.json_reply is not None else echo_handler
-    server = ScriptedServer(handler=handler, latency=args.latency).start()
+    server = ScriptedServer(handler=handler, latency=args.latency, slots=args.slots).start()
     print(server.base_url, flush=True)
     try:
         while True:
