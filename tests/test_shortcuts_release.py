@@ -58,7 +58,7 @@ def test_planted_cues_are_flagged(default_build: dict, tmp_path: Path) -> None:
     tampered = _pm_base_copy(default_build["release"], tmp_path / "tampered")
     assert _plant(tampered) > 50
     cache = str(default_build["cache"] / "embeddings")
-    runs = {name: run_cli("audit", str(path), "--out", str(tmp_path / f"audit-{name}"), "--cache-dir", cache)
+    runs = {name: run_cli("audit", str(path), "--out", str(tmp_path / f"audit-{name}"), "--cache-dir", cache, "--no-verify")
             for name, path in (("clean", clean), ("tampered", tampered))}
     for name, done in runs.items():
         assert done.returncode in (0, 1) and "shortcut check:" in done.stdout, (name, done.stderr[-2000:])
