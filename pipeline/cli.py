@@ -16,7 +16,7 @@ from pathlib import Path
 
 EXTERNAL_VERBS = {
     "audit": ("stages.audit.cli", "rerun the leakage audits on a release directory or Hub id"),
-    "week": ("stages.week.cli", "PM-Bench week: generate, validate, stats, score"),
+    "week": ("stages.week.cli", "PM-Bench week: generate, validate, stats, score, play"),
     "show": ("stages.audit.show", "print one row as a conversation for review (times, gaps, marked turns, twins)"),
     "eval": ("stages.eval.cli", "score a model on a release (eval compare, eval judge-check)"),
     "publish": ("pipeline.publish", "push a release to the Hugging Face Hub, tagged with its version"),

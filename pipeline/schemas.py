@@ -1,4 +1,4 @@
-"""Fixed pyarrow schemas of the release configs (SPEC row schemas plus extra columns)."""
+"""Fixed pyarrow schemas of the release configs (the public contract's row schemas plus extra columns)."""
 
 from __future__ import annotations
 

@@ -120,7 +120,7 @@ class Stage(ABC):
         return combine(self.version, source_digest(type(self)))
 
     def environment_keys(self) -> tuple[str, ...]:
-        """Which ``ctx.environment`` entries change this stage's output (default: all)."""
+        """Which ``ctx.environment`` entries change this stage's output (default: none)."""
         return ()
 
     def fingerprint(self, input_fingerprints: list[str], ctx: StageContext) -> str:

@@ -1,6 +1,6 @@
 """``variants``: a base dialogue -> its benchmark rows (``pm_base``, ``explicit_base``, ``rm_base``).
 
-In: ``dialogues`` items. Out: row items in the SPEC schema plus ``config`` and ``split``.
+In: ``dialogues`` items. Out: row items in the release's row schema (``pipeline/schemas.py``) plus ``config`` and ``split``.
 The rules of the paper (section 3.3, appendix A.3, A.6, A.7):
 
 - Pos-Clean is the base dialogue; Pos-Over appends the distracting request to the trigger

