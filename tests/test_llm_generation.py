@@ -194,7 +194,7 @@ def test_llm_fillers_reject_leaks_regenerate_and_fall_back_to_the_pool(tmp_path:
     assert [t["content"] for t in fill] == [CLEAN[0]["user"], offline_fill[1]["content"], CLEAN[2]["user"]]
     assert [t["at"] for t in fill] == [t["at"] for t in offline_fill]  # same layout and times as offline
     topic_line = json.loads(json.dumps(sent[0].body))["messages"][1]["content"]
-    assert topic_line.startswith("Theme: city weekend trip.")
+    assert topic_line.startswith(f"Theme: {seed(TAXI).topic.replace('_', ' ')}.")  # the seed's own story pool
 
 
 # ---------------------------------------------------------------- RM probes

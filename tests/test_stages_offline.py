@@ -45,14 +45,15 @@ def run(stage: Stage, inputs: dict[str, list[dict]], environment: dict[str, Any]
 
 
 def corpus(root: Path, *relative: str) -> Path:
-    """Copy seed files and the filler pools they name into ``root``."""
+    """Copy seed files and the filler or story pools they name into ``root``."""
     for name in relative:
         target = root / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(BLUEPRINTS / name, target)
         topic = yaml.safe_load(target.read_text(encoding="utf-8"))["topic"]
-        (root / "fillers").mkdir(exist_ok=True)
-        shutil.copy(BLUEPRINTS / "fillers" / f"{topic}.yaml", root / "fillers" / f"{topic}.yaml")
+        folder = "stories" if (BLUEPRINTS / "stories" / f"{topic}.yaml").exists() else "fillers"
+        (root / folder).mkdir(exist_ok=True)
+        shutil.copy(BLUEPRINTS / folder / f"{topic}.yaml", root / folder / f"{topic}.yaml")
     return root
 
 
@@ -97,7 +98,8 @@ def body(message: dict) -> str:
 
 def test_load_and_scale_two_real_seeds(two: dict[str, Any]) -> None:
     assert [i["id"] for i in two["load_blueprints"].items] == ["la-it-glucose-cake", "st-badge-side-door"]  # by path
-    assert {i["id"] for i in two["load_fillers"].items} == {"topic:office_workweek", "topic:weekly_wellness_routine"}
+    topics = {yaml.safe_load((BLUEPRINTS / name).read_text(encoding="utf-8"))["topic"] for name in (BADGE, CAKE)}
+    assert {i["id"] for i in two["load_fillers"].items} == {f"topic:{t}" for t in topics}
     scaled = two["scale"].items
     per_seed = Counter(i["seed_id"] for i in scaled)
     assert per_seed == {"la-it-glucose-cake": 4, "st-badge-side-door": 4}
