@@ -18,6 +18,7 @@ from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult
 from pipeline.schemas import schema_for
 from pipeline.stats import DIMENSION_ORDER, RowStats
+from stages.distractors.units import TIME_PATTERNS
 from stages.stretch import materialize
 
 
@@ -108,6 +109,7 @@ def distractor_section(run: RunResult) -> str:
     for source, counts in sorted(filters.items()):
         lines.append(f"| {source} | {counts['conversations']} | {counts['time-expression']} | {counts['too-long']} | "
                      f"{counts['snippets']} | {gold.get(source, 0)} |")
+    lines += _time_pattern_table(filters)
     dimension_of = {item["id"]: item["blueprint"]["dimension"] for item in run.outputs["split"].items}
     unfillable: Counter[tuple[str, str]] = Counter()
     for dropped in stretch.dropped if stretch else []:
@@ -121,6 +123,20 @@ def distractor_section(run: RunResult) -> str:
         for (dimension, context), count in sorted(unfillable.items(), key=lambda kv: (order.get(kv[0][0], 9), int(kv[0][1][:-1]))):
             lines.append(f"| {dimension} | {context} | {count} |")
     return "\n".join(lines) + "\n"
+
+
+def _time_pattern_table(filters: dict) -> list[str]:
+    """Exchanges dropped per time pattern and source (an exchange may match several patterns)."""
+    patterns = [name for name in TIME_PATTERNS if any(name in c.get("time-patterns", {}) for c in filters.values())]
+    if not patterns:
+        return []
+    lines = ["", "Exchanges dropped per time pattern (clock times, durations such as \"15 minutes\", parts of the day, "
+             "relative days, weekdays, dates; one exchange can match several):", "",
+             f"| source | {' | '.join(patterns)} |", "|---|" + "---|" * len(patterns)]
+    for source, counts in sorted(filters.items()):
+        found = counts.get("time-patterns", {})
+        lines.append(f"| {source} | {' | '.join(str(found.get(name, 0)) for name in patterns)} |")
+    return lines
 
 
 def previous_manifest(out_root: Path, version: str) -> dict[str, Any] | None:

@@ -52,9 +52,15 @@ def prefix_tokens(at: str) -> int:
 
 
 def insert_index(turns: list[dict]) -> int:
-    """Right after the reply to the last constraint-side turn."""
-    last = max(i for i, t in enumerate(turns) if t["kind"] in {"constraint", "interruption"})
-    return last + 1 if last + 1 < len(turns) and turns[last + 1]["role"] == "assistant" else last
+    """Right after the assistant's reply to the last constraint-side user turn (constraint or interruption).
+
+    Constraint-side replies carry the same ``kind`` as their user turn, so only user turns are looked
+    at; a constraint-side turn without a reply is a malformed dialogue.
+    """
+    last = max(i for i, t in enumerate(turns) if t["role"] == "user" and t["kind"] in {"constraint", "interruption"})
+    if last + 1 >= len(turns) or turns[last + 1]["role"] != "assistant":
+        raise ValueError(f"turn {last} ({turns[last]['kind']}) has no assistant reply to inject after")
+    return last + 2
 
 
 def base_token_range(dialogue: Item) -> tuple[int, int]:

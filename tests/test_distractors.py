@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import zipfile
 from pathlib import Path
@@ -11,19 +12,21 @@ import pytest
 
 from stages.distractors import loaders
 from stages.distractors.resolve import DistractorSourceError, resolve
-from stages.distractors.units import exchanges, has_time_expression
+from stages.distractors.units import exchanges, has_time_expression, time_patterns
 from tests.conftest import run_cli
 
 
 @pytest.mark.parametrize("text", ["I want to leave after 17:15 .", "arrive by 9 : 30 please", "a table at 7pm",
                                   "around 10:30 am", "tomorrow works", "see you tonight", "at noon", "on Saturdays",
-                                  "it is 5 o'clock", "by 6 p.m. sharp"])
+                                  "it is 5 o'clock", "by 6 p.m. sharp", "I need it for 3 nights and 2 people .",
+                                  "it takes two hours", "half an hour", "this evening", "on 4/5/2018"])
 def test_time_expressions_found(text: str) -> None:
     assert has_time_expression(text)
 
 
 @pytest.mark.parametrize("text", ["The ticket is 17.60 pounds .", "I am looking for a cheap hotel .",
-                                  "It has 4 stars and free parking .", "I need it for 3 nights and 2 people ."])
+                                  "It has 4 stars and free parking .", "We're here 24/7 if you need us .",
+                                  "Have a nice day .", "It serves breakfast .", "May I have the postcode ?"])
 def test_non_times_kept(text: str) -> None:
     assert not has_time_expression(text)
 
@@ -31,6 +34,31 @@ def test_non_times_kept(text: str) -> None:
 def _multiwoz_21(shared: Path) -> dict:
     with zipfile.ZipFile(shared / "multiwoz" / "val.json.zip") as archive:
         return json.loads(archive.read("val.json"))
+
+
+# (dialogue, turn, pattern) of real MultiWOZ 2.1 validation lines, each holding one kind of time expression
+REAL_TIME_LINES = [
+    ("MUL0012", 14, "clock"), ("MUL0016", 14, "clock"), ("MUL0376", 15, "clock"), ("MUL2064", 18, "clock"),
+    ("MUL0051", 15, "duration"), ("MUL0293", 5, "duration"), ("MUL0227", 11, "duration"), ("MUL0637", 9, "duration"),
+    ("MUL1988", 15, "part-of-day"), ("MUL0759", 12, "part-of-day"), ("MUL0142", 12, "part-of-day"),
+    ("MUL0013", 11, "relative-day"), ("MUL2677", 0, "relative-day"), ("PMUL0912", 12, "relative-day"),
+    ("MUL0106", 12, "weekday"), ("MUL0206", 2, "weekday"), ("MUL0209", 6, "weekday"),
+    ("MUL0128", 4, "date"), ("SNG01626", 2, "date"),
+]
+
+
+@pytest.fixture(scope="module")
+def multiwoz_21(shared_data: Path) -> dict:
+    return _multiwoz_21(shared_data)
+
+
+@pytest.mark.parametrize("dialogue, turn, pattern", REAL_TIME_LINES)
+def test_time_patterns_on_real_multiwoz_lines(multiwoz_21: dict, dialogue: str, turn: int, pattern: str) -> None:
+    """Each real line is caught by its pattern, both as the corpus spells it and once detokenised."""
+    text = multiwoz_21[dialogue]["log"][turn]["text"]
+    assert pattern in time_patterns(text), text
+    (readable,) = loaders.multiwoz({dialogue: multiwoz_21[dialogue]})
+    assert pattern in time_patterns(readable.messages[turn][1]), readable.messages[turn][1]
 
 
 def test_multiwoz_three_shapes_agree(shared_data: Path) -> None:
@@ -41,7 +69,8 @@ def test_multiwoz_three_shapes_agree(shared_data: Path) -> None:
     log = [turn["text"] for turn in data[key]["log"]]
     v21 = next(c for c in conversations if c.id == f"multiwoz:{key}")
     assert [role for role, _ in v21.messages[:4]] == ["user", "assistant", "user", "assistant"]
-    assert v21.messages[0][1] == log[0].strip()
+    assert log[0] == "I need information on a hotel that includes free parking please ."
+    assert v21.messages[0][1] == "I need information on a hotel that includes free parking please."
     v22_file = [{"dialogue_id": key, "services": [], "turns": [
         {"turn_id": str(i), "speaker": "USER" if i % 2 == 0 else "SYSTEM", "utterance": text, "frames": []}
         for i, text in enumerate(log)]}]
@@ -50,6 +79,19 @@ def test_multiwoz_three_shapes_agree(shared_data: Path) -> None:
                                                             "utterance": log}}
     assert loaders.multiwoz(v22_file)[0].messages == v21.messages
     assert loaders.multiwoz([hf_row])[0].messages == v21.messages
+
+
+def test_multiwoz_detokenised(multiwoz_21: dict) -> None:
+    """Real lines lose the corpus's tokenizer spacing; hardly any turn keeps it."""
+    (mul0209,) = loaders.multiwoz({"MUL0209": multiwoz_21["MUL0209"]})
+    assert multiwoz_21["MUL0209"]["log"][6]["text"].startswith("I do n't have a specific time I need to arrive , but")
+    assert mul0209.messages[6][1].startswith("I don't have a specific time I need to arrive, but")
+    conversations = loaders.multiwoz(multiwoz_21)
+    texts = [content for c in conversations for _, content in c.messages]
+    spaced = re.compile(r" [.,?!]( |$)| '(?:s|m|d|re|ll|ve)\b| n't\b")
+    raw = [turn["text"] for dialogue in multiwoz_21.values() for turn in dialogue["log"]]
+    assert sum(bool(spaced.search(t)) for t in raw) > 0.9 * len(raw)
+    assert sum(bool(spaced.search(t)) for t in texts) < 0.01 * len(texts)
 
 
 def test_openthoughts_configs() -> None:

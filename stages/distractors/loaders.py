@@ -23,12 +23,31 @@ USER_ROLES = {"user", "human", "USER", 0, "0"}
 ASSISTANT_ROLES = {"assistant", "gpt", "SYSTEM", "system_turn", 1, "1"}
 
 
+class Detokenizer:
+    """MultiWOZ's tokenizer spacing ("I 'm", "Thank you .") -> readable text, with sacremoses.
+
+    The Moses detokenizer knows clitics as Moses splits them ("'m", "'s"); MultiWOZ also splits
+    negations the Penn Treebank way ("do n't"), which is joined first.
+    """
+
+    _NEGATION = re.compile(r"(?<=\w) n't\b")
+
+    def __init__(self) -> None:
+        from sacremoses import MosesDetokenizer
+
+        self._moses = MosesDetokenizer(lang="en")
+
+    def __call__(self, text: str) -> str:
+        return self._moses.detokenize(self._NEGATION.sub("n't", text).split())
+
+
 def multiwoz(data: Any, source: str = "multiwoz") -> list[Conversation]:
-    """Conversations from any of the three MultiWOZ shapes (detected from the data)."""
+    """Conversations from any of the three MultiWOZ shapes (detected from the data), detokenised."""
+    readable = Detokenizer()
     if isinstance(data, dict) and all(isinstance(v, dict) and "log" in v for v in list(data.values())[:5]):
         return [
             Conversation(f"{source}:{key}", source, normalise(
-                ("user" if i % 2 == 0 else "assistant", turn["text"]) for i, turn in enumerate(dialogue["log"])))
+                ("user" if i % 2 == 0 else "assistant", readable(turn["text"])) for i, turn in enumerate(dialogue["log"])))
             for key, dialogue in sorted(data.items())
         ]
     rows = data if isinstance(data, list) else [data]
@@ -39,7 +58,7 @@ def multiwoz(data: Any, source: str = "multiwoz") -> list[Conversation]:
             pairs = zip(turns["speaker"], turns["utterance"])
         else:  # MultiWOZ 2.2 dialogues_*.json
             pairs = ((t["speaker"], t["utterance"]) for t in turns)
-        messages = normalise(("user" if speaker in USER_ROLES else "assistant", text) for speaker, text in pairs)
+        messages = normalise(("user" if speaker in USER_ROLES else "assistant", readable(text)) for speaker, text in pairs)
         out.append(Conversation(f"{source}:{row['dialogue_id']}", source, messages))
     return sorted(out, key=lambda c: c.id)
 

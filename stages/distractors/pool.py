@@ -5,7 +5,8 @@ Out: one item per snippet ``{"id", "source", "messages": [[role, content]...], "
 where ``tokens[i]`` is the o200k count of ``" " + content`` for user messages (they follow a
 timestamp prefix) and of ``content`` for assistant messages, so a stretched row's length is a
 sum, never a re-tokenization. Dropped, with reasons: exchanges holding a time expression
-(``time-expression``) or too long to inject (``too-long``).
+(``time-expression``; ``stats["filters"][source]["time-patterns"]`` counts the exchanges matching each
+pattern of :data:`~stages.distractors.units.TIME_PATTERNS`) or too long to inject (``too-long``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from pipeline import tokenizer
 from pipeline.stage import Dropped, Stage, StageContext, StageOutput
 from stages.distractors import loaders
-from stages.distractors.units import Conversation, exchanges, has_time_expression
+from stages.distractors.units import TIME_PATTERNS, Conversation, exchanges, time_patterns
 
 
 class PoolParams(BaseModel):
@@ -88,7 +89,8 @@ class DistractorPool(Stage):
         for name in sorted(sources):
             source = sources[name]
             conversations = load_source(name, source["kind"], source["location"], tuple(source["files"]))
-            filters = out.stats["filters"].setdefault(name, {"conversations": len(conversations), "time-expression": 0, "too-long": 0})
+            filters = out.stats["filters"].setdefault(name, {"conversations": len(conversations), "time-expression": 0, "too-long": 0,
+                                                            "time-patterns": dict.fromkeys(TIME_PATTERNS, 0)})
             for conversation in ctx.progress(conversations, desc=f"pool {name}"):
                 self._cut(conversation, out, filters)
             filters["snippets"] = sum(1 for item in out.items if item["source"] == name)
@@ -113,9 +115,12 @@ class DistractorPool(Stage):
 
         for index, (pair, pair_counts) in enumerate(zip(pairs, zip(counts[::2], counts[1::2]))):
             exchange_id = f"{conversation.id}#{index}"
-            if has_time_expression(pair[0][1]) or has_time_expression(pair[1][1]):
-                out.dropped.append(Dropped(exchange_id, "time-expression", "a turn holds a time expression"))
+            found = sorted(set(time_patterns(pair[0][1])) | set(time_patterns(pair[1][1])), key=list(TIME_PATTERNS).index)
+            if found:
+                out.dropped.append(Dropped(exchange_id, "time-expression", f"a turn holds a time expression ({', '.join(found)})"))
                 filters["time-expression"] += 1
+                for pattern in found:
+                    filters["time-patterns"][pattern] += 1
                 close()
                 continue
             size = sum(pair_counts)
