@@ -23,14 +23,18 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from dataclasses import dataclass
 from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
 from pipeline import tokenizer
 from pipeline.blueprints.schema import TIME_FORMAT
+from pipeline.hashing import combine, source_digest
 from pipeline.stage import Drop, Dropped, Item, MapStage, StageContext
 from pipeline.text import mentions
+from stages import timing
+from stages.timing import Placement, TimingParams, TypingModel
 from stages.variants import explicit_turns, render_messages, variant_turns
 
 TOLERANCE = 0.01
@@ -39,6 +43,8 @@ TOLERANCE = 0.01
 class StretchParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     lengths: tuple[int, ...] = (20000, 40000, 60000, 80000, 100000)
+    timing: TimingParams = TimingParams()
+    earliest_same_day: str = "07:00"  # absolute-time rows: the conversation may start no earlier that day
 
 
 def context_name(length: int) -> str:
@@ -94,6 +100,10 @@ class Stretch(MapStage):
     def environment_keys(self) -> tuple[str, ...]:
         return ("distractors",)
 
+    def code_version(self) -> str:
+        """This module and the typing model it calls."""
+        return combine(self.version, source_digest(type(self), timing))
+
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         self.by_source: dict[str, list[Item]] = {}
         self.lowered: dict[str, str] = {}
@@ -101,6 +111,7 @@ class Stretch(MapStage):
             self.by_source.setdefault(snippet["source"], []).append(snippet)
             self.lowered[snippet["id"]] = "\n".join(content for _, content in snippet["messages"]).lower()
         self.routes = ctx.environment["distractors"]["routes"]
+        self.model = TypingModel(self.params.timing)
 
     def _mentions_slot(self, snippet: Item, slots: list[str]) -> bool:
         text = self.lowered[snippet["id"]]
@@ -116,19 +127,20 @@ class Stretch(MapStage):
         low, high = base_token_range(item)
         turns = item["turns"]
         at = insert_index(turns)
-        t_prev = next(t["at"] for t in reversed(turns[:at]) if t["role"] == "user")
-        t_next = min(t["at"] for t in turns[at:] if t["role"] == "user" and t["at"])
-        if item["blueprint"].get("negative", {}).get("at"):
-            t_next = min(t_next, item["blueprint"]["negative"]["at"])
+        window = _window(item, at, self.params.earliest_same_day)
         plans = []
         for length in self.params.lengths:
             rng = ctx.rng(item["id"], str(length))
             order = list(range(len(candidates)))
             rng.shuffle(order)
-            chosen = _fill(candidates, order, length - (low + high) // 2, prefix_tokens(t_prev))
-            user_count = sum((end - start) // 2 for _, start, end in chosen)
-            stamps = _timestamps(t_prev, t_next, user_count)
-            injected = sum(sum(candidates[i]["tokens"][start:end]) for i, start, end in chosen) + sum(map(prefix_tokens, stamps))
+            chosen = _fill(candidates, order, length - (low + high) // 2, prefix_tokens(window.before))
+            picked = [candidates[i]["messages"][start:end] for i, start, end in chosen]
+            placement = self.model.place(_reading_and_writing(turns, at, picked), window.seconds,
+                                         window.max_shift, ctx.rng(item["id"], str(length), "timing"))
+            head_delta = _head_token_delta(turns[:at], placement.head_shift)
+            stamps = window.stamps(placement)
+            injected = (sum(sum(candidates[i]["tokens"][start:end]) for i, start, end in chosen)
+                        + sum(map(prefix_tokens, stamps)) + head_delta)
             plan_id = f"{item['id']}@{context_name(length)}"
             if not (abs(low + injected - length) <= TOLERANCE * length and abs(high + injected - length) <= TOLERANCE * length):
                 plans.append(Dropped(plan_id, "pool-too-small", f"{source}: reached {low + injected} of {length} tokens"))
@@ -141,6 +153,9 @@ class Stretch(MapStage):
                 "insert_index": at,
                 "snippets": [[candidates[i]["id"], start, end] for i, start, end in chosen],
                 "timestamps": stamps,
+                "head_shift_minutes": placement.head_shift,
+                "timing": {"scale": round(placement.scale, 6), "natural_minutes": round(placement.natural_seconds / 60, 1),
+                           "window_minutes": round(window.seconds / 60 + placement.head_shift, 1)},
                 "injected_tokens": injected,
                 "filtered": filtered,
                 "stretch": self.code_version()[:12],
@@ -193,15 +208,94 @@ def _longest_run(costs: list[int], limit: int) -> tuple[int, int, int]:
     return best
 
 
-def _timestamps(start: str, end: str, count: int) -> list[str]:
-    """``count`` non-decreasing minute timestamps spread over [start, end]."""
-    t0, t1 = datetime.strptime(start, TIME_FORMAT), datetime.strptime(end, TIME_FORMAT)
-    span = max(0, int((t1 - t0).total_seconds() // 60))
-    return [(t0 + timedelta(minutes=span * (k + 1) // (count + 1))).strftime(TIME_FORMAT) for k in range(count)]
+@dataclass(frozen=True)
+class Window:
+    """Where the injected user turns go: after ``before`` (the last user turn before the block), up to
+    ``after`` (the first fixed user time after it); the turns before may move back ``max_shift`` minutes."""
+
+    before: str
+    after: str
+    max_shift: int | None
+
+    @property
+    def seconds(self) -> float:
+        return (_parse(self.after) - _parse(self.before)).total_seconds()
+
+    def stamps(self, placement: Placement) -> list[str]:
+        """Minute timestamps of the injected user turns (never past ``after``)."""
+        start = _parse(self.before) - timedelta(minutes=placement.head_shift)
+        end = _parse(self.after)
+        return [min(start + timedelta(seconds=offset), end).strftime(TIME_FORMAT) for offset in placement.offsets]
+
+
+def _parse(at: str) -> datetime:
+    return datetime.strptime(at, TIME_FORMAT)
+
+
+def _window(item: Item, at: int, earliest_same_day: str) -> Window:
+    """The injection window of a dialogue and how far its head may move back.
+
+    Temporal grounding keeps the trigger's relation to the deadline: the trigger and everything after
+    the block never move. A relative deadline starts at the constraint, so its head never moves
+    either; an absolute deadline is a clock time, so the head may start earlier on the same day
+    (``earliest_same_day``), never on another day ("tonight" keeps its meaning). Other dimensions
+    have no deadline: the head moves back as far as the typing model needs.
+    """
+    bp, turns = item["blueprint"], item["turns"]
+    before = next(t["at"] for t in reversed(turns[:at]) if t["role"] == "user")
+    after = min(t["at"] for t in turns[at:] if t["role"] == "user" and t["at"])
+    if (bp.get("negative") or {}).get("at"):
+        after = min(after, bp["negative"]["at"])
+    max_shift: int | None = None
+    if bp["dimension"] == "temporal_grounding":
+        max_shift = 0
+        if (bp.get("timing") or {}).get("kind") == "absolute":
+            first = _parse(turns[0]["at"])
+            earliest = datetime.combine(first.date(), datetime.strptime(earliest_same_day, "%H:%M").time())
+            max_shift = max(0, int((first - earliest).total_seconds() // 60))
+    return Window(before, after, max_shift)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _reading_and_writing(turns: list[dict], at: int, picked: list[list]) -> list[tuple[int, int]]:
+    """(words read, words written) before each injected user turn and before the first user turn after."""
+    read = _words(turns[at - 1]["content"])
+    out = []
+    for messages in picked:
+        for role, content in messages:
+            if role == "user":
+                out.append((read, _words(content)))
+            else:
+                read = _words(content)
+    following = next(t for t in turns[at:] if t["role"] == "user")
+    out.append((read, _words(following["content"])))
+    return out
+
+
+def _head_token_delta(head: list[dict], shift: int) -> int:
+    """Token change of the head's timestamp prefixes when they move back ``shift`` minutes."""
+    if not shift:
+        return 0
+    return sum(prefix_tokens(_shifted(t["at"], shift)) - prefix_tokens(t["at"]) for t in head if t["role"] == "user")
+
+
+def _shifted(at: str, minutes: int) -> str:
+    return (_parse(at) - timedelta(minutes=minutes)).strftime(TIME_FORMAT)
+
+
+def _move_back(message: dict, minutes: int) -> dict:
+    """A rendered message with its ``[timestamp]`` prefix (user turns) moved back ``minutes``."""
+    if not minutes or message["role"] != "user":
+        return message
+    stamp, _, body = message["content"].partition("] ")
+    return {**message, "content": f"[{_shifted(stamp[1:], minutes)}] {body}"}
 
 
 def materialize(row: dict, plan: Item, snippets: dict[str, Item]) -> dict:
-    """The long-context row: the base row with the plan's snippets injected."""
+    """The long-context row: the base row with the plan's snippets injected and its head moved back."""
     injected: list[dict] = []
     stamps = iter(plan["timestamps"])
     for snippet_id, start, end in plan["snippets"]:
@@ -213,7 +307,8 @@ def materialize(row: dict, plan: Item, snippets: dict[str, Item]) -> dict:
     def shift(index: int | None) -> int | None:
         return None if index is None else index + size if index >= at else index
 
-    messages = row["messages"][:at] + injected + row["messages"][at:]
+    head = [_move_back(m, plan.get("head_shift_minutes", 0)) for m in row["messages"][:at]]
+    messages = head + injected + row["messages"][at:]
     long_row = {
         **row,
         "id": row["id"].rsplit(".", 1)[0] + f".{plan['context']}",

@@ -19,8 +19,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from pipeline import tokenizer
+from pipeline.hashing import combine, source_digest
 from pipeline.stage import Dropped, Stage, StageContext, StageOutput
-from stages.distractors import loaders
+from stages.distractors import loaders, units
 from stages.distractors.units import TIME_PATTERNS, Conversation, exchanges, time_patterns
 
 
@@ -82,6 +83,10 @@ class DistractorPool(Stage):
 
     def environment_keys(self) -> tuple[str, ...]:
         return ("distractors",)
+
+    def code_version(self) -> str:
+        """This module and the loaders and filters it calls (sibling modules are not in the default digest)."""
+        return combine(self.version, source_digest(type(self), loaders, units))
 
     def run(self, inputs: dict, ctx: StageContext) -> StageOutput:
         sources = {s["name"]: s for s in ctx.environment["distractors"]["sources"].values()}

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 Message = tuple[str, str]  # (role, content), role in {"user", "assistant"}
 
+# Time expressions by kind. Words are separated by spaces only, never a line break, so code listings
+# ("12:\n13:" line numbers, "may\n62") are not read as times.
+
 _NUMBER = (r"(?:\d+(?:\.\d+)?|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
            r"thirty|forty|fifty|sixty|ninety|half|several|few|couple of|a couple of|a few)")
 _MONTH = r"(?:january|february|april|june|july|august|september|october|november|december|jan|feb|apr|jun|jul|aug|sept?|oct|nov|dec)"
@@ -15,20 +18,21 @@ TIME_PATTERNS: dict[str, re.Pattern[str]] = {
     name: re.compile(pattern, re.IGNORECASE)
     for name, pattern in {
         # 14:30, 9 : 15, 9am, 10:30 pm, a.m., o'clock, noon, midnight (bare "am" is "I am")
-        "clock": r"\b\d{1,2}\s?:\s?\d{2}\b|\b\d{1,2}\s?(?:am|pm)\b|\b[ap]\.m\.|\bpm\b|\bo'?clock\b|\bnoon\b|\bmidnight\b",
+        # (hours 0-23, minutes 00-59, spaces but no line break around the colon: "12:\n13" are line numbers)
+        "clock": r"\b(?:[01]?\d|2[0-3]) ?: ?[0-5]\d\b|\b\d{1,2} ?(?:am|pm)\b|\b[ap]\.m\.|\bpm\b|\bo'?clock\b|\bnoon\b|\bmidnight\b",
         # 15 minutes, two hours, an hour, half an hour, 4 nights, a couple of days, 79 mins; bare minutes/hours
-        "duration": rf"\b{_NUMBER}[\s-]+(?:seconds?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|months?|years?|fortnights?)\b"
+        "duration": rf"\b{_NUMBER}[ -]+(?:seconds?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|months?|years?|fortnights?)\b"
                     r"|\b(?:seconds|minutes|hours|mins|hrs)\b|\bminute\b|\bhour\b",
         # this evening, in the morning, afternoon, night, tonight, overnight, dawn, dusk
         "part-of-day": r"\b(?:morning|mornings|afternoons?|evenings?|nights?|tonight|overnight|dawn|dusk|daytime|nighttime)\b",
         # today, tomorrow, yesterday, next week, this weekend, last year
-        "relative-day": r"\b(?:today|tomorrow|yesterday|weekends?)\b|\b(?:next|last|this|coming)\s+(?:week|month|year|day)\b",
+        "relative-day": r"\b(?:today|tomorrow|yesterday|weekends?)\b|\b(?:next|last|this|coming) +(?:week|month|year|day)\b",
         "weekday": r"\b(?:mon|tues|tue|wednes|wed|thurs|thu|fri|satur|sat|sun)days?\b",
         # March 3, 3rd of May, 12 June, 4/5/2018, 2018-04-05, years 1900-2099
-        "date": rf"\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH}|may|march)\b"
-                r"|\b(?:may|march)\s+\d{1,2}(?:st|nd|rd|th)?\b|\b(?:january|february|april|june|july|august|september|october|november|december)\b"
-                r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b(?!\s*(?:pounds|gbp|dollars|\$))"
-                r"|\bthe\s+\d{1,2}(?:st|nd|rd|th)\b",
+        "date": rf"\b{_MONTH}\.? +\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)? +(?:of +)?(?:{_MONTH}|may|march)\b"
+                r"|\b(?:may|march) +\d{1,2}(?:st|nd|rd|th)?\b|\b(?:january|february|april|june|july|august|september|october|november|december)\b"
+                r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b(?! *(?:pounds|gbp|dollars|\$))"
+                r"|\bthe +\d{1,2}(?:st|nd|rd|th)\b",
     }.items()
 }
 
