@@ -117,16 +117,34 @@ def test_math_solutions(shared_data: Path) -> None:
     assert conversations[0].messages[0][0] == "user" and "\\boxed" in conversations[0].messages[1][1]
 
 
-def test_swe_agent_trajectory(shared_data: Path) -> None:
+def test_swe_agent_trajectory_as_a_help_session(shared_data: Path) -> None:
+    """The user asks for help with the issue; the agent's thoughts, commands and outputs are assistant turns."""
     root = shared_data / "trajectories" / "swe-agent"
-    path = next(root.rglob("6e44b9__sweagenttestrepo-1c2844.traj"))
+    path = next(root.rglob("pydicom__pydicom-1458.traj"))
     data = json.loads(path.read_text())
     conversation = loaders.trajectory(data, path.name)
     roles = [role for role, _ in conversation.messages]
-    assert roles[0] == "user" and all(a != b for a, b in zip(roles, roles[1:]))
-    assert not any("SETTING: You are an autonomous programmer" in c for _, c in conversation.messages)
-    agent_turns = [m for m in data["history"] if m["role"] == "assistant"]
-    assert roles.count("assistant") == len(agent_turns)
+    assert roles[0] == "user" and roles[-1] == "assistant" and all(a != b for a, b in zip(roles, roles[1:]))
+    first = conversation.messages[0][1]
+    assert first.startswith("Could you help me with this?")
+    assert "Pixel Representation attribute should be optional" in first
+    assert "INSTRUCTIONS" not in first and "We're currently solving" not in first
+    text = "\n".join(content for _, content in conversation.messages)
+    assert "SETTING: You are an autonomous programmer" not in text and "bash-$" not in text
+    # every step of the real trajectory, in order, inside assistant turns: thought, command, output
+    assistant = "\n".join(content for role, content in conversation.messages if role == "assistant")
+    position = 0
+    history = [m for m in data["history"] if m["role"] != "system" and not m.get("is_demo")]
+    for message, following in zip(history, history[1:] + [{}]):
+        if message["role"] != "assistant":
+            continue
+        output = ("Output:",) if following.get("role") == "user" else ()
+        for part in (message["thought"].strip()[:60], f"```\n{message['action'].strip()[:40]}", *output):
+            found = assistant.find(part, position)
+            assert found >= 0, part
+            position = found
+    users = [content for role, content in conversation.messages[1:] if role == "user"]
+    assert users and all(len(u) < 40 for u in users)  # the user only says to go on
     assert len(exchanges(conversation.messages)) >= 4
 
 
@@ -141,10 +159,9 @@ def test_openai_messages_with_tool_calls() -> None:
     ]
     conversation = loaders.trajectory(messages, "example")
     assert conversation.messages == (
-        ("user", "Fix the failing test."),
-        ("assistant", "Let me look.\nbash({\"cmd\": \"pytest -x\"})"),
-        ("user", "1 failed"),
-        ("assistant", "The assertion is off by one; editing."),
+        ("user", "Could you help me with this?\n\nFix the failing test."),
+        ("assistant", "Let me look.\n\n```\nbash({\"cmd\": \"pytest -x\"})\n```\n\nOutput:\n```\n1 failed\n```"
+                      "\n\nThe assertion is off by one; editing."),
     )
 
 
