@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from datetime import datetime
+from statistics import median
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult
 from pipeline.schemas import schema_for
@@ -110,9 +113,12 @@ def distractor_section(run: RunResult) -> str:
         lines.append(f"| {source} | {counts['conversations']} | {counts['time-expression']} | {counts['too-long']} | "
                      f"{counts['snippets']} | {gold.get(source, 0)} |")
     lines += _time_pattern_table(filters)
+    lines += _timing_table(stretch.items if stretch else [])
     dimension_of = {item["id"]: item["blueprint"]["dimension"] for item in run.outputs["split"].items}
     unfillable: Counter[tuple[str, str]] = Counter()
     for dropped in stretch.dropped if stretch else []:
+        if dropped.reason != "pool-too-small":
+            continue
         blueprint, _, context = dropped.item_id.partition("@")
         unfillable[(dimension_of.get(blueprint, "?"), context)] += 1
     if unfillable:
@@ -123,6 +129,34 @@ def distractor_section(run: RunResult) -> str:
         for (dimension, context), count in sorted(unfillable.items(), key=lambda kv: (order.get(kv[0][0], 9), int(kv[0][1][:-1]))):
             lines.append(f"| {dimension} | {context} | {count} |")
     return "\n".join(lines) + "\n"
+
+
+def _timing_table(plans: list[dict]) -> list[str]:
+    """Per length: gaps between injected user turns, the busiest minute, spans, compressed plans."""
+    by_context: dict[str, list[dict]] = defaultdict(list)
+    for plan in plans:
+        by_context[plan["context"]].append(plan)
+    if not by_context:
+        return []
+    lines = ["", "Timestamps of injected user turns follow a seeded typing-and-reading model (`stages/timing.py`); "
+             "the trigger keeps its time and the turns before the block move back. Temporal-grounding rows keep "
+             "their deadline: a relative deadline's head never moves, an absolute one's stays on its day, and "
+             "what does not fit is compressed (scale < 1):", "",
+             "| context | plans | median gap (min) | most injected user turns in one minute | median block span (h) | "
+             "compressed plans | median scale of those |", "|---|---|---|---|---|---|---|"]
+    for context in sorted(by_context, key=lambda c: int(c[:-1])):
+        group = by_context[context]
+        gaps, busiest = [], 0
+        for plan in group:
+            stamps = plan["timestamps"]
+            busiest = max([busiest, *Counter(stamps).values()])
+            minutes = [datetime.strptime(at, TIME_FORMAT) for at in stamps]
+            gaps += [(b - a).total_seconds() / 60 for a, b in zip(minutes, minutes[1:])]
+        spans = [plan["timing"]["window_minutes"] / 60 for plan in group]
+        squeezed = [plan["timing"]["scale"] for plan in group if plan["timing"]["scale"] < 1]
+        lines.append(f"| {context} | {len(group)} | {median(gaps) if gaps else 0:g} | {busiest} | {median(spans):.1f} | "
+                     f"{len(squeezed)} | {f'{median(squeezed):.2f}' if squeezed else '-'} |")
+    return lines
 
 
 def _time_pattern_table(filters: dict) -> list[str]:

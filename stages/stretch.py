@@ -22,10 +22,11 @@ are sums of per-snippet counts, never a re-tokenization.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import lru_cache
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from pipeline import tokenizer
@@ -34,6 +35,11 @@ from pipeline.hashing import combine, source_digest
 from pipeline.stage import Drop, Dropped, Item, MapStage, StageContext
 from pipeline.text import mentions
 from stages import timing
+from stages.audit.embeddings import Embedder, load_embedding_model
+from stages.distractors import fill as filling
+from stages.distractors import semantic
+from stages.distractors.fill import fill_budget
+from stages.distractors.semantic import SemanticFilter
 from stages.timing import Placement, TimingParams, TypingModel
 from stages.variants import explicit_turns, render_messages, variant_turns
 
@@ -45,6 +51,10 @@ class StretchParams(BaseModel):
     lengths: tuple[int, ...] = (20000, 40000, 60000, 80000, 100000)
     timing: TimingParams = TimingParams()
     earliest_same_day: str = "07:00"  # absolute-time rows: the conversation may start no earlier that day
+    semantic_filter: bool = True
+    semantic_percentile: float = 95.0  # of constraint (trigger) to filler-turn cosines in the base dialogue
+    semantic_floor: float = 0.3  # thresholds never below this cosine
+    embedding_model: str | None = None  # a directory or Hub id; default: the audit's resolution
 
 
 def context_name(length: int) -> str:
@@ -101,8 +111,17 @@ class Stretch(MapStage):
         return ("distractors",)
 
     def code_version(self) -> str:
-        """This module and the typing model it calls."""
-        return combine(self.version, source_digest(type(self), timing))
+        """This module, its helpers and the embedding model the semantic filter uses."""
+        model = self._embedder().choice.key if self.params.semantic_filter else "no-semantic-filter"
+        return combine(self.version, source_digest(type(self), timing, filling, semantic), model)
+
+    def _embedder(self) -> Embedder:
+        """The audit's embedding model, loaded once per stage instance, with the build's embedding cache."""
+        if getattr(self, "_loaded_embedder", None) is None:
+            from pipeline.build import default_cache_dir
+
+            self._loaded_embedder = Embedder(load_embedding_model(self.params.embedding_model), default_cache_dir())
+        return self._loaded_embedder
 
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         self.by_source: dict[str, list[Item]] = {}
@@ -112,6 +131,8 @@ class Stretch(MapStage):
             self.lowered[snippet["id"]] = "\n".join(content for _, content in snippet["messages"]).lower()
         self.routes = ctx.environment["distractors"]["routes"]
         self.model = TypingModel(self.params.timing)
+        self.semantic = (SemanticFilter(self._embedder(), side_inputs["distractor_pool"], self.params.semantic_percentile,
+                                        self.params.semantic_floor) if self.params.semantic_filter else None)
 
     def _mentions_slot(self, snippet: Item, slots: list[str]) -> bool:
         text = self.lowered[snippet["id"]]
@@ -124,6 +145,7 @@ class Stretch(MapStage):
             return Drop("no-distractor-source", f"no source configured for {bp['dimension']}")
         candidates = [s for s in self.by_source.get(source, []) if not self._mentions_slot(s, bp["gold_slots"])]
         filtered = {"gold-slot": len(self.by_source.get(source, [])) - len(candidates)}
+        candidates, semantic_record, semantic_drops = self._semantic(item, source, candidates, filtered)
         low, high = base_token_range(item)
         turns = item["turns"]
         at = insert_index(turns)
@@ -133,7 +155,7 @@ class Stretch(MapStage):
             rng = ctx.rng(item["id"], str(length))
             order = list(range(len(candidates)))
             rng.shuffle(order)
-            chosen = _fill(candidates, order, length - (low + high) // 2, prefix_tokens(window.before))
+            chosen = fill_budget(candidates, order, length - (low + high) // 2, prefix_tokens(window.before))
             picked = [candidates[i]["messages"][start:end] for i, start, end in chosen]
             placement = self.model.place(_reading_and_writing(turns, at, picked), window.seconds,
                                          window.max_shift, ctx.rng(item["id"], str(length), "timing"))
@@ -158,54 +180,38 @@ class Stretch(MapStage):
                            "window_minutes": round(window.seconds / 60 + placement.head_shift, 1)},
                 "injected_tokens": injected,
                 "filtered": filtered,
+                "semantic": semantic_record,
                 "stretch": self.code_version()[:12],
             })
-        return plans
+        return [*semantic_drops, *plans]
 
-
-def _exchange_costs(snippet: Item, prefix: int) -> list[int]:
-    tokens = snippet["tokens"]
-    return [tokens[k] + tokens[k + 1] + prefix for k in range(0, len(tokens) - 1, 2)]
-
-
-def _fill(candidates: list[Item], order: list[int], budget: int, prefix: int) -> list[tuple[int, int, int]]:
-    """(snippet index, first message, end message) picks: whole snippets in ``order`` while they fit,
-    then, while a gap remains, the longest run of consecutive whole exchanges of a further snippet
-    that fits in it."""
-    chosen: list[tuple[int, int, int]] = []
-    used = 0
-    leftovers = []
-    for index in order:
-        costs = _exchange_costs(candidates[index], prefix)
-        if used + sum(costs) <= budget:
-            chosen.append((index, 0, 2 * len(costs)))
-            used += sum(costs)
-            if budget - used < 16:
-                return chosen
-        else:
-            leftovers.append(index)
-    for index in leftovers:
-        start, end, size = _longest_run(_exchange_costs(candidates[index], prefix), budget - used)
-        if size:
-            chosen.append((index, 2 * start, 2 * end))
-            used += size
-        if budget - used < 16:
-            break
-    return chosen
-
-
-def _longest_run(costs: list[int], limit: int) -> tuple[int, int, int]:
-    """The run of consecutive exchanges with the largest total not above ``limit``: (start, end, total)."""
-    best = (0, 0, 0)
-    left, total = 0, 0
-    for right, cost in enumerate(costs):
-        total += cost
-        while total > limit and left <= right:
-            total -= costs[left]
-            left += 1
-        if total > best[2]:
-            best = (left, right + 1, total)
-    return best
+    def _semantic(self, item: Item, source: str, candidates: list[Item], filtered: dict[str, int]
+                  ) -> tuple[list[Item], dict | None, list[Dropped]]:
+        """Candidates that pass the semantic filter; counts go into ``filtered``, one record per reason."""
+        if self.semantic is None:
+            return candidates, None, []
+        turns = item["turns"]
+        verdict = self.semantic.judge(
+            source, [c["id"] for c in candidates],
+            [t["content"] for t in turns if t["role"] == "user" and t["kind"] == "constraint"],
+            None if item["blueprint"]["dimension"] == "attention_recovery" else turns[-1]["content"],
+            [t["content"] for t in turns if t["kind"] == "filler"])
+        kept = [c for c, reason in zip(candidates, verdict.reasons) if reason is None]
+        drops = []
+        for reason, threshold in (("semantic-constraint", verdict.constraint_threshold),
+                                  ("semantic-trigger", verdict.trigger_threshold)):
+            filtered[reason] = verdict.reasons.count(reason)
+            if filtered[reason]:
+                drops.append(Dropped(f"{item['id']}~{reason}", reason,
+                                     f"{filtered[reason]} {source} snippets: a turn above cosine {threshold:.3f} "
+                                     f"(p{self.params.semantic_percentile:g} of the base dialogue's filler turns, "
+                                     f"floor {self.params.semantic_floor:g})"))
+        nearest = verdict.nearest_constraint
+        after = nearest[[reason is None for reason in verdict.reasons]]
+        record = {"constraint_threshold": round(verdict.constraint_threshold, 4),
+                  "trigger_threshold": round(verdict.trigger_threshold, 4),
+                  "nearest_constraint_before": _quantiles(nearest), "nearest_constraint_after": _quantiles(after)}
+        return kept, record, drops
 
 
 @dataclass(frozen=True)
@@ -226,6 +232,14 @@ class Window:
         start = _parse(self.before) - timedelta(minutes=placement.head_shift)
         end = _parse(self.after)
         return [min(start + timedelta(seconds=offset), end).strftime(TIME_FORMAT) for offset in placement.offsets]
+
+
+def _quantiles(values) -> dict[str, float] | None:
+    """Median, 95th percentile and maximum, rounded (None for no values)."""
+    if len(values) == 0:
+        return None
+    p50, p95, top = np.percentile(values, [50, 95, 100])
+    return {"p50": round(float(p50), 4), "p95": round(float(p95), 4), "max": round(float(top), 4)}
 
 
 def _parse(at: str) -> datetime:

@@ -99,13 +99,14 @@ def math_solutions(lines: Iterable[str], source: str = "math") -> list[Conversat
     return out
 
 
-def trajectory(data: Any, name: str, source: str = "swe-agent", max_turn_chars: int = 2500) -> Conversation:
+def trajectory(data: Any, name: str, source: str = "swe-agent", max_turn_chars: int = 0) -> Conversation:
     """A coding-agent trajectory (SWE-agent ``.traj`` dict or an OpenAI-style message list) as a help session.
 
     The user asks for help with the task (the agent's first observation, without the agent
     framework's instructions); the assistant's turns hold its work, step after step: the thought,
     the command in a code block and the command's output. Steps are grouped into assistant turns of
-    at most ``max_turn_chars`` (one step can be longer); between two turns the user says to go on.
+    at most ``max_turn_chars`` (default 0: one step per turn, so the time filter drops single
+    steps); between two turns the user says to go on.
     """
     messages = data.get("history", []) if isinstance(data, dict) else data
     conversation_id = f"{source}:{name}"

@@ -29,6 +29,8 @@ class PoolParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     max_snippet_tokens: int = 3000
     max_exchange_tokens: int = 2500
+    # per-source limits: a coding agent's step (a 100-line file view, a test run) is long but whole
+    max_exchange_tokens_by_source: dict[str, int] = {"swe-agent": 6000}
 
 
 def load_source(name: str, kind: str, location: str, files: tuple[str, ...]) -> list[Conversation]:
@@ -107,6 +109,7 @@ class DistractorPool(Stage):
         pairs = exchanges(conversation.messages)
         texts = [(" " + user[1], assistant[1]) for user, assistant in pairs]
         counts = tokenizer.count_many([t for pair in texts for t in pair])
+        limit = self.params.max_exchange_tokens_by_source.get(conversation.source, self.params.max_exchange_tokens)
 
         def close() -> None:
             nonlocal run, run_tokens
@@ -129,12 +132,12 @@ class DistractorPool(Stage):
                 close()
                 continue
             size = sum(pair_counts)
-            if size > self.params.max_exchange_tokens:
+            if size > limit:
                 out.dropped.append(Dropped(exchange_id, "too-long", f"{size} tokens"))
                 filters["too-long"] += 1
                 close()
                 continue
-            if run_tokens + size > self.params.max_snippet_tokens:
+            if run_tokens + size > max(limit, self.params.max_snippet_tokens):
                 close()
             run.append((index, pair, pair_counts))
             run_tokens += size

@@ -28,10 +28,10 @@ TIME_PATTERNS: dict[str, re.Pattern[str]] = {
         # today, tomorrow, yesterday, next week, this weekend, last year
         "relative-day": r"\b(?:today|tomorrow|yesterday|weekends?)\b|\b(?:next|last|this|coming) +(?:week|month|year|day)\b",
         "weekday": r"\b(?:mon|tues|tue|wednes|wed|thurs|thu|fri|satur|sat|sun)days?\b",
-        # March 3, 3rd of May, 12 June, 4/5/2018, 2018-04-05, years 1900-2099
+        # March 3, 3rd of May, 12 June, 4/5/2018, 2018-04-05, "in 2019" (a bare 1999 is a number, not a date)
         "date": rf"\b{_MONTH}\.? +\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)? +(?:of +)?(?:{_MONTH}|may|march)\b"
                 r"|\b(?:may|march) +\d{1,2}(?:st|nd|rd|th)?\b|\b(?:january|february|april|june|july|august|september|october|november|december)\b"
-                r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b(?! *(?:pounds|gbp|dollars|\$))"
+                r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b|\b(?:in|since|until|by|from|of|year|early|late|mid) +(?:19|20)\d{2}\b"
                 r"|\bthe +\d{1,2}(?:st|nd|rd|th)\b",
     }.items()
 }
