@@ -115,6 +115,7 @@ def distractor_section(run: RunResult) -> str:
     lines += _time_pattern_table(filters)
     lines += _timing_table(stretch.items if stretch else [])
     dimension_of = {item["id"]: item["blueprint"]["dimension"] for item in run.outputs["split"].items}
+    lines += _semantic_table(stretch.items if stretch else [], dimension_of)
     unfillable: Counter[tuple[str, str]] = Counter()
     for dropped in stretch.dropped if stretch else []:
         if dropped.reason != "pool-too-small":
@@ -122,6 +123,7 @@ def distractor_section(run: RunResult) -> str:
         blueprint, _, context = dropped.item_id.partition("@")
         unfillable[(dimension_of.get(blueprint, "?"), context)] += 1
     if unfillable:
+        lines.insert(0, _coverage_gap(unfillable) + "\n")
         lines += ["", "Blueprints whose corpus cannot fill a length (`pool-too-small`, listed in "
                   "`exclusions/stretch.jsonl`) have no row at that length:", "",
                   "| dimension | context | blueprints |", "|---|---|---|"]
@@ -129,6 +131,52 @@ def distractor_section(run: RunResult) -> str:
         for (dimension, context), count in sorted(unfillable.items(), key=lambda kv: (order.get(kv[0][0], 9), int(kv[0][1][:-1]))):
             lines.append(f"| {dimension} | {context} | {count} |")
     return "\n".join(lines) + "\n"
+
+
+GAP_FILLERS = {  # Hub datasets that would fill a gap the offline corpora leave
+    "safe_coding": "nebius/SWE-agent-trajectories (SWE-agent runs; needs a loader for its row format)",
+    "attention_recovery": "nebius/SWE-agent-trajectories for coding interruptions; open-thoughts/OpenThoughts-114k "
+                          "for math",
+}
+
+
+def _coverage_gap(unfillable: Counter) -> str:
+    """One quoted line naming the lengths that have too few rows and the Hub source that fills them."""
+    parts = [f"{dimension} at {context}: {count} blueprints" for (dimension, context), count
+             in sorted(unfillable.items(), key=lambda kv: (kv[0][0], int(kv[0][1][:-1])))]
+    sources = sorted({GAP_FILLERS.get(dimension, "a larger local corpus via --distractors-dir")
+                      for dimension, _ in unfillable})
+    return (f"> **Coverage gap**: the offline distractor corpora cannot fill {'; '.join(parts)} "
+            f"(no rows at those lengths, reason `pool-too-small`). Filled from the Hub by: {'; '.join(sources)}.")
+
+
+def _semantic_table(plans: list[dict], dimension_of: dict[str, str]) -> list[str]:
+    """Snippets skipped by the semantic filter per dimension, and nearest-to-constraint cosines before/after."""
+    seen: dict[str, dict] = {}
+    for plan in plans:
+        if plan.get("semantic") and plan["blueprint_id"] not in seen:
+            seen[plan["blueprint_id"]] = plan
+    if not seen:
+        return []
+    by_dimension: dict[str, list[dict]] = defaultdict(list)
+    for blueprint, plan in seen.items():
+        by_dimension[dimension_of.get(blueprint, "?")].append(plan)
+    lines = ["", "Semantic anti-leakage filter (per blueprint; the same at every length): snippets skipped because a "
+             "turn is closer to a constraint, or to the trigger, than the blueprint's background (p95 of its "
+             "constraint- or trigger-to-filler cosines, floor 0.3); cosines are each snippet's closest turn to a "
+             "constraint, median over blueprints of the per-blueprint p95:", "",
+             "| dimension | blueprints | skipped: constraint | skipped: trigger | median threshold | "
+             "p95 cosine before | p95 cosine after |", "|---|---|---|---|---|---|---|"]
+    order = {name: index for index, name in enumerate(DIMENSION_ORDER)}
+    for dimension in sorted(by_dimension, key=lambda d: order.get(d, 9)):
+        group = by_dimension[dimension]
+        before = [p["semantic"]["nearest_constraint_before"]["p95"] for p in group if p["semantic"]["nearest_constraint_before"]]
+        after = [p["semantic"]["nearest_constraint_after"]["p95"] for p in group if p["semantic"]["nearest_constraint_after"]]
+        lines.append(f"| {dimension} | {len(group)} | {sum(p['filtered'].get('semantic-constraint', 0) for p in group)} | "
+                     f"{sum(p['filtered'].get('semantic-trigger', 0) for p in group)} | "
+                     f"{median(p['semantic']['constraint_threshold'] for p in group):.3f} | "
+                     f"{median(before) if before else 0:.3f} | {median(after) if after else 0:.3f} |")
+    return lines
 
 
 def _timing_table(plans: list[dict]) -> list[str]:

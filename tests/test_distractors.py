@@ -183,3 +183,26 @@ def test_build_without_any_distractor_source(tmp_path: Path) -> None:
     assert "no distractor source" in result.stderr and "--distractors-dir" in result.stderr
     assert "Traceback" not in result.stderr
     assert time.monotonic() - started < 30
+
+
+def test_semantic_filter_skips_snippets_close_to_the_constraint(multiwoz_21: dict) -> None:
+    """Real MultiWOZ hotel bookings echo a hotel-rate-cap constraint; an attraction query does not."""
+    from stages.audit.embeddings import Embedder, load_bundled
+    from stages.distractors.semantic import SemanticFilter
+
+    conversations = {c.id: c for c in loaders.multiwoz(multiwoz_21)}
+    hotel = conversations["multiwoz:MUL0012"].messages[:4]  # a hotel with free parking and wifi
+    attraction = next(c.messages[:2] for c in conversations.values() if "museum" in c.messages[0][1].lower()
+                      and "hotel" not in " ".join(m for _, m in c.messages[:2]).lower())
+    snippets = [{"id": "hotel", "source": "multiwoz", "messages": [list(m) for m in hotel]},
+                {"id": "attraction", "source": "multiwoz", "messages": [list(m) for m in attraction]}]
+    semantic = SemanticFilter(Embedder(load_bundled()), snippets, percentile=95.0, floor=0.3)
+    verdict = semantic.judge(
+        "multiwoz", ["hotel", "attraction"],
+        ["Our travel policy caps hotels at $180 a night; finance bounces anything above that."],
+        "I'm going to repaint the spare bedroom a pale green.",
+        ["What is a good way to back up a large photo library?", "How do I find duplicate pictures on my laptop?",
+         "Should I sort my photos by year or by event?"])
+    assert verdict.reasons == ["semantic-constraint", None], verdict
+    assert verdict.constraint_threshold >= 0.3
+    assert verdict.nearest_constraint[0] > verdict.constraint_threshold > verdict.nearest_constraint[1]
