@@ -150,6 +150,20 @@ def test_every_long_row(default_build: dict, config: str) -> None:
         assert all(block == blocks[0] for block in blocks), plan
 
 
+def test_every_config_alternates(default_build: dict) -> None:
+    """Every row of every config (base, long, week configs with messages) strictly alternates user/assistant."""
+    release = default_build["release"]
+    checked = 0
+    for directory in sorted((release / "data").iterdir()):
+        for path in sorted(directory.glob("*.parquet")):
+            if "messages" not in pq.ParquetFile(path).schema_arrow.names or not re.fullmatch(r"(pm|rm|explicit)_\w+", directory.name):
+                continue
+            for row in pq.read_table(path, columns=["id", "messages"]).to_pylist():
+                assert _alternates(row["messages"]), (directory.name, row["id"])
+                checked += 1
+    assert checked > 10000
+
+
 def test_rm_and_explicit_share_pos_clean_distractors(default_build: dict) -> None:
     release = default_build["release"]
 
