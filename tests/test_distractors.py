@@ -158,11 +158,11 @@ def test_openai_messages_with_tool_calls() -> None:
         {"role": "assistant", "content": "The assertion is off by one; editing."},
     ]
     conversation = loaders.trajectory(messages, "example")
-    assert conversation.messages == (
-        ("user", "Could you help me with this?\n\nFix the failing test."),
-        ("assistant", "Let me look.\n\n```\nbash({\"cmd\": \"pytest -x\"})\n```\n\nOutput:\n```\n1 failed\n```"
-                      "\n\nThe assertion is off by one; editing."),
-    )
+    (user, first), (go_on, last) = exchanges(conversation.messages)
+    assert user == ("user", "Could you help me with this?\n\nFix the failing test.")
+    assert first == ("assistant", "Let me look.\n\n```\nbash({\"cmd\": \"pytest -x\"})\n```\n\nOutput:\n```\n1 failed\n```")
+    assert go_on[0] == "user" and len(go_on[1]) < 40  # one agent step per assistant turn; the user says to go on
+    assert last == ("assistant", "The assertion is off by one; editing.")
 
 
 def test_resolution_prefers_local_then_fails_fast_and_clearly(shared_data: Path, tmp_path: Path) -> None:
