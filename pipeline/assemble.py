@@ -9,15 +9,19 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from datetime import datetime
+from statistics import median
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult
 from pipeline.schemas import schema_for
 from pipeline.stats import DIMENSION_ORDER, RowStats
+from stages.distractors.units import TIME_PATTERNS
 from stages.stretch import materialize
 
 
@@ -108,12 +112,18 @@ def distractor_section(run: RunResult) -> str:
     for source, counts in sorted(filters.items()):
         lines.append(f"| {source} | {counts['conversations']} | {counts['time-expression']} | {counts['too-long']} | "
                      f"{counts['snippets']} | {gold.get(source, 0)} |")
+    lines += _time_pattern_table(filters)
+    lines += _timing_table(stretch.items if stretch else [])
     dimension_of = {item["id"]: item["blueprint"]["dimension"] for item in run.outputs["split"].items}
+    lines += _semantic_table(stretch.items if stretch else [], dimension_of)
     unfillable: Counter[tuple[str, str]] = Counter()
     for dropped in stretch.dropped if stretch else []:
+        if dropped.reason != "pool-too-small":
+            continue
         blueprint, _, context = dropped.item_id.partition("@")
         unfillable[(dimension_of.get(blueprint, "?"), context)] += 1
     if unfillable:
+        lines.insert(0, _coverage_gap(unfillable) + "\n")
         lines += ["", "Blueprints whose corpus cannot fill a length (`pool-too-small`, listed in "
                   "`exclusions/stretch.jsonl`) have no row at that length:", "",
                   "| dimension | context | blueprints |", "|---|---|---|"]
@@ -121,6 +131,94 @@ def distractor_section(run: RunResult) -> str:
         for (dimension, context), count in sorted(unfillable.items(), key=lambda kv: (order.get(kv[0][0], 9), int(kv[0][1][:-1]))):
             lines.append(f"| {dimension} | {context} | {count} |")
     return "\n".join(lines) + "\n"
+
+
+GAP_FILLERS = {  # Hub datasets that would fill a gap the offline corpora leave
+    "safe_coding": "nebius/SWE-agent-trajectories (SWE-agent runs; needs a loader for its row format)",
+    "attention_recovery": "nebius/SWE-agent-trajectories for coding interruptions; open-thoughts/OpenThoughts-114k "
+                          "for math",
+}
+
+
+def _coverage_gap(unfillable: Counter) -> str:
+    """One quoted line naming the lengths that have too few rows and the Hub source that fills them."""
+    parts = [f"{dimension} at {context}: {count} blueprints" for (dimension, context), count
+             in sorted(unfillable.items(), key=lambda kv: (kv[0][0], int(kv[0][1][:-1])))]
+    sources = sorted({GAP_FILLERS.get(dimension, "a larger local corpus via --distractors-dir")
+                      for dimension, _ in unfillable})
+    return (f"> **Coverage gap**: the offline distractor corpora cannot fill {'; '.join(parts)} "
+            f"(no rows at those lengths, reason `pool-too-small`). Filled from the Hub by: {'; '.join(sources)}.")
+
+
+def _semantic_table(plans: list[dict], dimension_of: dict[str, str]) -> list[str]:
+    """Snippets skipped by the semantic filter per dimension, and nearest-to-constraint cosines before/after."""
+    seen: dict[str, dict] = {}
+    for plan in plans:
+        if plan.get("semantic") and plan["blueprint_id"] not in seen:
+            seen[plan["blueprint_id"]] = plan
+    if not seen:
+        return []
+    by_dimension: dict[str, list[dict]] = defaultdict(list)
+    for blueprint, plan in seen.items():
+        by_dimension[dimension_of.get(blueprint, "?")].append(plan)
+    lines = ["", "Semantic anti-leakage filter (per blueprint; the same at every length): snippets skipped because a "
+             "turn is closer to a constraint, or to the trigger, than the blueprint's background (p95 of its "
+             "constraint- or trigger-to-filler cosines, floor 0.3); cosines are each snippet's closest turn to a "
+             "constraint, median over blueprints of the per-blueprint p95:", "",
+             "| dimension | blueprints | skipped: constraint | skipped: trigger | median threshold | "
+             "p95 cosine before | p95 cosine after |", "|---|---|---|---|---|---|---|"]
+    order = {name: index for index, name in enumerate(DIMENSION_ORDER)}
+    for dimension in sorted(by_dimension, key=lambda d: order.get(d, 9)):
+        group = by_dimension[dimension]
+        before = [p["semantic"]["nearest_constraint_before"]["p95"] for p in group if p["semantic"]["nearest_constraint_before"]]
+        after = [p["semantic"]["nearest_constraint_after"]["p95"] for p in group if p["semantic"]["nearest_constraint_after"]]
+        lines.append(f"| {dimension} | {len(group)} | {sum(p['filtered'].get('semantic-constraint', 0) for p in group)} | "
+                     f"{sum(p['filtered'].get('semantic-trigger', 0) for p in group)} | "
+                     f"{median(p['semantic']['constraint_threshold'] for p in group):.3f} | "
+                     f"{median(before) if before else 0:.3f} | {median(after) if after else 0:.3f} |")
+    return lines
+
+
+def _timing_table(plans: list[dict]) -> list[str]:
+    """Per length: gaps between injected user turns, the busiest minute, spans, compressed plans."""
+    by_context: dict[str, list[dict]] = defaultdict(list)
+    for plan in plans:
+        by_context[plan["context"]].append(plan)
+    if not by_context:
+        return []
+    lines = ["", "Timestamps of injected user turns follow a seeded typing-and-reading model (`stages/timing.py`); "
+             "the trigger keeps its time and the turns before the block move back. Temporal-grounding rows keep "
+             "their deadline: a relative deadline's head never moves, an absolute one's stays on its day, and "
+             "what does not fit is compressed (scale < 1):", "",
+             "| context | plans | median gap (min) | most injected user turns in one minute | median block span (h) | "
+             "compressed plans | median scale of those |", "|---|---|---|---|---|---|---|"]
+    for context in sorted(by_context, key=lambda c: int(c[:-1])):
+        group = by_context[context]
+        gaps, busiest = [], 0
+        for plan in group:
+            stamps = plan["timestamps"]
+            busiest = max([busiest, *Counter(stamps).values()])
+            minutes = [datetime.strptime(at, TIME_FORMAT) for at in stamps]
+            gaps += [(b - a).total_seconds() / 60 for a, b in zip(minutes, minutes[1:])]
+        spans = [plan["timing"]["window_minutes"] / 60 for plan in group]
+        squeezed = [plan["timing"]["scale"] for plan in group if plan["timing"]["scale"] < 1]
+        lines.append(f"| {context} | {len(group)} | {median(gaps) if gaps else 0:g} | {busiest} | {median(spans):.1f} | "
+                     f"{len(squeezed)} | {f'{median(squeezed):.2f}' if squeezed else '-'} |")
+    return lines
+
+
+def _time_pattern_table(filters: dict) -> list[str]:
+    """Exchanges dropped per time pattern and source (an exchange may match several patterns)."""
+    patterns = [name for name in TIME_PATTERNS if any(name in c.get("time-patterns", {}) for c in filters.values())]
+    if not patterns:
+        return []
+    lines = ["", "Exchanges dropped per time pattern (clock times, durations such as \"15 minutes\", parts of the day, "
+             "relative days, weekdays, dates; one exchange can match several):", "",
+             f"| source | {' | '.join(patterns)} |", "|---|" + "---|" * len(patterns)]
+    for source, counts in sorted(filters.items()):
+        found = counts.get("time-patterns", {})
+        lines.append(f"| {source} | {' | '.join(str(found.get(name, 0)) for name in patterns)} |")
+    return lines
 
 
 def previous_manifest(out_root: Path, version: str) -> dict[str, Any] | None:

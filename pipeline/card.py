@@ -50,6 +50,9 @@ def render_card(manifest: dict[str, Any], configs: dict[str, dict[str, Any]], st
         "trigger arrives, without being asked. Built by the `triggerbench` pipeline from hand-written seed blueprints; "
         "the PM-Bench seven-day agent week ships alongside (`week/week.json`).\n"
     )
+    gaps = [line for body in sections.values() for line in body.splitlines() if line.startswith("> **Coverage gap")]
+    if gaps:  # stated in the card's first lines, not only in the section that found them
+        parts.append("\n".join(gaps) + "\n")
     parts.append("## Configs and rows\n")
     parts.append("| config | " + " | ".join(("test", "dev")) + " |\n|---|---|---|")
     for name in sorted(configs):

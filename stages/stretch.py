@@ -22,15 +22,25 @@ are sums of per-snippet counts, never a re-tokenization.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from pipeline import tokenizer
 from pipeline.blueprints.schema import TIME_FORMAT
+from pipeline.hashing import combine, source_digest
 from pipeline.stage import Drop, Dropped, Item, MapStage, StageContext
 from pipeline.text import mentions
+from stages import timing
+from stages.audit.embeddings import Embedder, load_embedding_model
+from stages.distractors import fill as filling
+from stages.distractors import semantic
+from stages.distractors.fill import fill_budget
+from stages.distractors.semantic import SemanticFilter
+from stages.timing import Placement, TimingParams, TypingModel
 from stages.variants import explicit_turns, render_messages, variant_turns
 
 TOLERANCE = 0.01
@@ -39,6 +49,12 @@ TOLERANCE = 0.01
 class StretchParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     lengths: tuple[int, ...] = (20000, 40000, 60000, 80000, 100000)
+    timing: TimingParams = TimingParams()
+    earliest_same_day: str = "07:00"  # absolute-time rows: the conversation may start no earlier that day
+    semantic_filter: bool = True
+    semantic_percentile: float = 95.0  # of constraint (trigger) to filler-turn cosines in the base dialogue
+    semantic_floor: float = 0.3  # thresholds never below this cosine
+    embedding_model: str | None = None  # a directory or Hub id; default: the audit's resolution
 
 
 def context_name(length: int) -> str:
@@ -52,9 +68,15 @@ def prefix_tokens(at: str) -> int:
 
 
 def insert_index(turns: list[dict]) -> int:
-    """Right after the reply to the last constraint-side turn."""
-    last = max(i for i, t in enumerate(turns) if t["kind"] in {"constraint", "interruption"})
-    return last + 1 if last + 1 < len(turns) and turns[last + 1]["role"] == "assistant" else last
+    """Right after the assistant's reply to the last constraint-side user turn (constraint or interruption).
+
+    Constraint-side replies carry the same ``kind`` as their user turn, so only user turns are looked
+    at; a constraint-side turn without a reply is a malformed dialogue.
+    """
+    last = max(i for i, t in enumerate(turns) if t["role"] == "user" and t["kind"] in {"constraint", "interruption"})
+    if last + 1 >= len(turns) or turns[last + 1]["role"] != "assistant":
+        raise ValueError(f"turn {last} ({turns[last]['kind']}) has no assistant reply to inject after")
+    return last + 2
 
 
 def base_token_range(dialogue: Item) -> tuple[int, int]:
@@ -88,6 +110,19 @@ class Stretch(MapStage):
     def environment_keys(self) -> tuple[str, ...]:
         return ("distractors",)
 
+    def code_version(self) -> str:
+        """This module, its helpers and the embedding model the semantic filter uses."""
+        model = self._embedder().choice.key if self.params.semantic_filter else "no-semantic-filter"
+        return combine(self.version, source_digest(type(self), timing, filling, semantic), model)
+
+    def _embedder(self) -> Embedder:
+        """The audit's embedding model, loaded once per stage instance, with the build's embedding cache."""
+        if getattr(self, "_loaded_embedder", None) is None:
+            from pipeline.build import default_cache_dir
+
+            self._loaded_embedder = Embedder(load_embedding_model(self.params.embedding_model), default_cache_dir())
+        return self._loaded_embedder
+
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         self.by_source: dict[str, list[Item]] = {}
         self.lowered: dict[str, str] = {}
@@ -95,6 +130,9 @@ class Stretch(MapStage):
             self.by_source.setdefault(snippet["source"], []).append(snippet)
             self.lowered[snippet["id"]] = "\n".join(content for _, content in snippet["messages"]).lower()
         self.routes = ctx.environment["distractors"]["routes"]
+        self.model = TypingModel(self.params.timing)
+        self.semantic = (SemanticFilter(self._embedder(), side_inputs["distractor_pool"], self.params.semantic_percentile,
+                                        self.params.semantic_floor) if self.params.semantic_filter else None)
 
     def _mentions_slot(self, snippet: Item, slots: list[str]) -> bool:
         text = self.lowered[snippet["id"]]
@@ -107,22 +145,24 @@ class Stretch(MapStage):
             return Drop("no-distractor-source", f"no source configured for {bp['dimension']}")
         candidates = [s for s in self.by_source.get(source, []) if not self._mentions_slot(s, bp["gold_slots"])]
         filtered = {"gold-slot": len(self.by_source.get(source, [])) - len(candidates)}
+        candidates, semantic_record, semantic_drops = self._semantic(item, source, candidates, filtered)
         low, high = base_token_range(item)
         turns = item["turns"]
         at = insert_index(turns)
-        t_prev = next(t["at"] for t in reversed(turns[:at]) if t["role"] == "user")
-        t_next = min(t["at"] for t in turns[at:] if t["role"] == "user" and t["at"])
-        if item["blueprint"].get("negative", {}).get("at"):
-            t_next = min(t_next, item["blueprint"]["negative"]["at"])
+        window = _window(item, at, self.params.earliest_same_day)
         plans = []
         for length in self.params.lengths:
             rng = ctx.rng(item["id"], str(length))
             order = list(range(len(candidates)))
             rng.shuffle(order)
-            chosen = _fill(candidates, order, length - (low + high) // 2, prefix_tokens(t_prev))
-            user_count = sum((end - start) // 2 for _, start, end in chosen)
-            stamps = _timestamps(t_prev, t_next, user_count)
-            injected = sum(sum(candidates[i]["tokens"][start:end]) for i, start, end in chosen) + sum(map(prefix_tokens, stamps))
+            chosen = fill_budget(candidates, order, length - (low + high) // 2, prefix_tokens(window.before))
+            picked = [candidates[i]["messages"][start:end] for i, start, end in chosen]
+            placement = self.model.place(_reading_and_writing(turns, at, picked), window.seconds,
+                                         window.max_shift, ctx.rng(item["id"], str(length), "timing"))
+            head_delta = _head_token_delta(turns[:at], placement.head_shift)
+            stamps = window.stamps(placement)
+            injected = (sum(sum(candidates[i]["tokens"][start:end]) for i, start, end in chosen)
+                        + sum(map(prefix_tokens, stamps)) + head_delta)
             plan_id = f"{item['id']}@{context_name(length)}"
             if not (abs(low + injected - length) <= TOLERANCE * length and abs(high + injected - length) <= TOLERANCE * length):
                 plans.append(Dropped(plan_id, "pool-too-small", f"{source}: reached {low + injected} of {length} tokens"))
@@ -135,67 +175,141 @@ class Stretch(MapStage):
                 "insert_index": at,
                 "snippets": [[candidates[i]["id"], start, end] for i, start, end in chosen],
                 "timestamps": stamps,
+                "head_shift_minutes": placement.head_shift,
+                "timing": {"scale": round(placement.scale, 6), "natural_minutes": round(placement.natural_seconds / 60, 1),
+                           "window_minutes": round(window.seconds / 60 + placement.head_shift, 1)},
                 "injected_tokens": injected,
                 "filtered": filtered,
+                "semantic": semantic_record,
                 "stretch": self.code_version()[:12],
             })
-        return plans
+        return [*semantic_drops, *plans]
+
+    def _semantic(self, item: Item, source: str, candidates: list[Item], filtered: dict[str, int]
+                  ) -> tuple[list[Item], dict | None, list[Dropped]]:
+        """Candidates that pass the semantic filter; counts go into ``filtered``, one record per reason."""
+        if self.semantic is None:
+            return candidates, None, []
+        turns = item["turns"]
+        verdict = self.semantic.judge(
+            source, [c["id"] for c in candidates],
+            [t["content"] for t in turns if t["role"] == "user" and t["kind"] == "constraint"],
+            None if item["blueprint"]["dimension"] == "attention_recovery" else turns[-1]["content"],
+            [t["content"] for t in turns if t["kind"] == "filler"])
+        kept = [c for c, reason in zip(candidates, verdict.reasons) if reason is None]
+        drops = []
+        for reason, threshold in (("semantic-constraint", verdict.constraint_threshold),
+                                  ("semantic-trigger", verdict.trigger_threshold)):
+            filtered[reason] = verdict.reasons.count(reason)
+            if filtered[reason]:
+                drops.append(Dropped(f"{item['id']}~{reason}", reason,
+                                     f"{filtered[reason]} {source} snippets: a turn above cosine {threshold:.3f} "
+                                     f"(p{self.params.semantic_percentile:g} of the base dialogue's filler turns, "
+                                     f"floor {self.params.semantic_floor:g})"))
+        nearest = verdict.nearest_constraint
+        after = nearest[[reason is None for reason in verdict.reasons]]
+        record = {"constraint_threshold": round(verdict.constraint_threshold, 4),
+                  "trigger_threshold": round(verdict.trigger_threshold, 4),
+                  "nearest_constraint_before": _quantiles(nearest), "nearest_constraint_after": _quantiles(after)}
+        return kept, record, drops
 
 
-def _exchange_costs(snippet: Item, prefix: int) -> list[int]:
-    tokens = snippet["tokens"]
-    return [tokens[k] + tokens[k + 1] + prefix for k in range(0, len(tokens) - 1, 2)]
+@dataclass(frozen=True)
+class Window:
+    """Where the injected user turns go: after ``before`` (the last user turn before the block), up to
+    ``after`` (the first fixed user time after it); the turns before may move back ``max_shift`` minutes."""
+
+    before: str
+    after: str
+    max_shift: int | None
+
+    @property
+    def seconds(self) -> float:
+        return (_parse(self.after) - _parse(self.before)).total_seconds()
+
+    def stamps(self, placement: Placement) -> list[str]:
+        """Minute timestamps of the injected user turns (never past ``after``)."""
+        start = _parse(self.before) - timedelta(minutes=placement.head_shift)
+        end = _parse(self.after)
+        return [min(start + timedelta(seconds=offset), end).strftime(TIME_FORMAT) for offset in placement.offsets]
 
 
-def _fill(candidates: list[Item], order: list[int], budget: int, prefix: int) -> list[tuple[int, int, int]]:
-    """(snippet index, first message, end message) picks: whole snippets in ``order`` while they fit,
-    then, while a gap remains, the longest run of consecutive whole exchanges of a further snippet
-    that fits in it."""
-    chosen: list[tuple[int, int, int]] = []
-    used = 0
-    leftovers = []
-    for index in order:
-        costs = _exchange_costs(candidates[index], prefix)
-        if used + sum(costs) <= budget:
-            chosen.append((index, 0, 2 * len(costs)))
-            used += sum(costs)
-            if budget - used < 16:
-                return chosen
-        else:
-            leftovers.append(index)
-    for index in leftovers:
-        start, end, size = _longest_run(_exchange_costs(candidates[index], prefix), budget - used)
-        if size:
-            chosen.append((index, 2 * start, 2 * end))
-            used += size
-        if budget - used < 16:
-            break
-    return chosen
+def _quantiles(values) -> dict[str, float] | None:
+    """Median, 95th percentile and maximum, rounded (None for no values)."""
+    if len(values) == 0:
+        return None
+    p50, p95, top = np.percentile(values, [50, 95, 100])
+    return {"p50": round(float(p50), 4), "p95": round(float(p95), 4), "max": round(float(top), 4)}
 
 
-def _longest_run(costs: list[int], limit: int) -> tuple[int, int, int]:
-    """The run of consecutive exchanges with the largest total not above ``limit``: (start, end, total)."""
-    best = (0, 0, 0)
-    left, total = 0, 0
-    for right, cost in enumerate(costs):
-        total += cost
-        while total > limit and left <= right:
-            total -= costs[left]
-            left += 1
-        if total > best[2]:
-            best = (left, right + 1, total)
-    return best
+def _parse(at: str) -> datetime:
+    return datetime.strptime(at, TIME_FORMAT)
 
 
-def _timestamps(start: str, end: str, count: int) -> list[str]:
-    """``count`` non-decreasing minute timestamps spread over [start, end]."""
-    t0, t1 = datetime.strptime(start, TIME_FORMAT), datetime.strptime(end, TIME_FORMAT)
-    span = max(0, int((t1 - t0).total_seconds() // 60))
-    return [(t0 + timedelta(minutes=span * (k + 1) // (count + 1))).strftime(TIME_FORMAT) for k in range(count)]
+def _window(item: Item, at: int, earliest_same_day: str) -> Window:
+    """The injection window of a dialogue and how far its head may move back.
+
+    Temporal grounding keeps the trigger's relation to the deadline: the trigger and everything after
+    the block never move. A relative deadline starts at the constraint, so its head never moves
+    either; an absolute deadline is a clock time, so the head may start earlier on the same day
+    (``earliest_same_day``), never on another day ("tonight" keeps its meaning). Other dimensions
+    have no deadline: the head moves back as far as the typing model needs.
+    """
+    bp, turns = item["blueprint"], item["turns"]
+    before = next(t["at"] for t in reversed(turns[:at]) if t["role"] == "user")
+    after = min(t["at"] for t in turns[at:] if t["role"] == "user" and t["at"])
+    if (bp.get("negative") or {}).get("at"):
+        after = min(after, bp["negative"]["at"])
+    max_shift: int | None = None
+    if bp["dimension"] == "temporal_grounding":
+        max_shift = 0
+        if (bp.get("timing") or {}).get("kind") == "absolute":
+            first = _parse(turns[0]["at"])
+            earliest = datetime.combine(first.date(), datetime.strptime(earliest_same_day, "%H:%M").time())
+            max_shift = max(0, int((first - earliest).total_seconds() // 60))
+    return Window(before, after, max_shift)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _reading_and_writing(turns: list[dict], at: int, picked: list[list]) -> list[tuple[int, int]]:
+    """(words read, words written) before each injected user turn and before the first user turn after."""
+    read = _words(turns[at - 1]["content"])
+    out = []
+    for messages in picked:
+        for role, content in messages:
+            if role == "user":
+                out.append((read, _words(content)))
+            else:
+                read = _words(content)
+    following = next(t for t in turns[at:] if t["role"] == "user")
+    out.append((read, _words(following["content"])))
+    return out
+
+
+def _head_token_delta(head: list[dict], shift: int) -> int:
+    """Token change of the head's timestamp prefixes when they move back ``shift`` minutes."""
+    if not shift:
+        return 0
+    return sum(prefix_tokens(_shifted(t["at"], shift)) - prefix_tokens(t["at"]) for t in head if t["role"] == "user")
+
+
+def _shifted(at: str, minutes: int) -> str:
+    return (_parse(at) - timedelta(minutes=minutes)).strftime(TIME_FORMAT)
+
+
+def _move_back(message: dict, minutes: int) -> dict:
+    """A rendered message with its ``[timestamp]`` prefix (user turns) moved back ``minutes``."""
+    if not minutes or message["role"] != "user":
+        return message
+    stamp, _, body = message["content"].partition("] ")
+    return {**message, "content": f"[{_shifted(stamp[1:], minutes)}] {body}"}
 
 
 def materialize(row: dict, plan: Item, snippets: dict[str, Item]) -> dict:
-    """The long-context row: the base row with the plan's snippets injected."""
+    """The long-context row: the base row with the plan's snippets injected and its head moved back."""
     injected: list[dict] = []
     stamps = iter(plan["timestamps"])
     for snippet_id, start, end in plan["snippets"]:
@@ -207,7 +321,8 @@ def materialize(row: dict, plan: Item, snippets: dict[str, Item]) -> dict:
     def shift(index: int | None) -> int | None:
         return None if index is None else index + size if index >= at else index
 
-    messages = row["messages"][:at] + injected + row["messages"][at:]
+    head = [_move_back(m, plan.get("head_shift_minutes", 0)) for m in row["messages"][:at]]
+    messages = head + injected + row["messages"][at:]
     long_row = {
         **row,
         "id": row["id"].rsplit(".", 1)[0] + f".{plan['context']}",

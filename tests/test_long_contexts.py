@@ -6,6 +6,7 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import datasets
@@ -34,14 +35,52 @@ def _base(release: Path, config: str) -> dict[str, dict]:
     return {row["id"]: row for row in _iter_rows(release, config)}
 
 
+# An independent scan for time expressions (not the pool's filter): clock times, durations, parts of the
+# day, relative days, weekdays, month names and numeric dates.
+INDEPENDENT_TIME = re.compile(
+    r"\b(?:[01]?\d|2[0-3]):[0-5]\d\b|\b\d{1,2} ?[ap]m\b|\bo'clock\b|\b(?:noon|midnight)\b"
+    r"|\b(?:minutes?|hours?|mins|hrs)\b|\b(?:\d+|two|three|four|five|ten) (?:days?|nights?|weeks?|months?|years?)\b"
+    r"|\b(?:mornings?|afternoons?|evenings?|nights?|tonight|today|tomorrow|yesterday|weekends?)\b"
+    r"|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b"
+    r"|\b(?:january|february|april|june|july|august|september|october|november|december)\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b",
+    re.IGNORECASE)
+
+
+def _alternates(messages: list[dict]) -> bool:
+    roles = [m["role"] for m in messages]
+    return roles[0] == "user" and all(a != b for a, b in zip(roles, roles[1:]))
+
+
+def _interruption(row: dict, base_row: dict) -> list[int]:
+    """Index of the attention-recovery interruption (the user turn right after the constraint's reply)."""
+    return [row["constraint_turns"][0] + 2] if row["dimension"] == "attention_recovery" else []
+
+
+def _minutes(long: dict, base: dict) -> int:
+    """How many minutes earlier ``long``'s timestamp is than ``base``'s."""
+    after, before = (datetime.fromisoformat(STAMP.match(m["content"]).group(1)) for m in (long, base))
+    return int((before - after).total_seconds() // 60)
+
+
+def _assert_deadline_kept(row: dict, base_row: dict, shift: int, blueprint: dict) -> None:
+    """Temporal grounding: the trigger is untouched; a relative deadline's constraint never moves, an
+    absolute one's stays on the same day."""
+    constraint = row["messages"][row["constraint_turns"][0]]["content"]
+    base_constraint = base_row["messages"][base_row["constraint_turns"][0]]["content"]
+    if blueprint["timing"]["kind"] == "relative":
+        assert shift == 0 and constraint == base_constraint, row["id"]
+    else:
+        assert STAMP.match(constraint).group(1)[:10] == STAMP.match(base_constraint).group(1)[:10], row["id"]
+
+
 def _unfillable(release: Path) -> set[str]:
     """Plans the stretch stage dropped (``<blueprint>@<context>``), each with a reason."""
     path = release / "exclusions" / "stretch.jsonl"
     if not path.exists():
         return set()
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    assert all(r["reason"] == "pool-too-small" and r["detail"] for r in records)
-    return {r["id"] for r in records}
+    assert all(r["reason"] in {"pool-too-small", "semantic-constraint", "semantic-trigger"} and r["detail"] for r in records)
+    return {r["id"] for r in records if r["reason"] == "pool-too-small"}
 
 
 def test_long_configs_load_and_match_base_counts(default_build: dict) -> None:
@@ -63,6 +102,7 @@ def test_every_long_row(default_build: dict, config: str) -> None:
     release = default_build["release"]
     family, context = config.split("_")
     base = _base(release, f"{family}_base")
+    blueprints = {r["id"]: json.loads(r["blueprint"]) for r in _iter_rows(release, "blueprints")}
     target = LENGTHS[context]
     counted: dict[str, int] = {}
     injected_by_plan: dict[tuple[str, str], list] = defaultdict(list)
@@ -81,23 +121,47 @@ def test_every_long_row(default_build: dict, config: str) -> None:
         assert abs(total - target) <= 0.01 * target, (row["id"], total)
         times = [STAMP.match(m["content"]).group(1) for m in messages if m["role"] == "user"]
         assert times == sorted(times), row["id"]
+        assert _alternates(messages), row["id"]
         for long_index, base_index in zip(row["constraint_turns"], base_row["constraint_turns"]):
-            assert messages[long_index] == base_row["messages"][base_index]
+            assert strip_timestamp(messages[long_index]["content"]) == strip_timestamp(base_row["messages"][base_index]["content"])
         assert messages[-1] == base_row["messages"][-1]
         if family == "pm" or family == "explicit":
+            first, last = row["injected_turns"][0], row["injected_turns"][-1]
             injected = [messages[i] for i in row["injected_turns"]]
             assert injected and injected[0]["role"] == "user" and injected[-1]["role"] == "assistant"
-            assert max(row["constraint_turns"]) < row["injected_turns"][0] and row["injected_turns"][-1] < row["trigger_turn"]
-            without = messages[: row["injected_turns"][0]] + messages[row["injected_turns"][-1] + 1:]
-            assert without == base_row["messages"], row["id"]
+            assert max(row["constraint_turns"]) < first and last < row["trigger_turn"]
+            # the block follows the assistant's reply to the last constraint-side user turn
+            assert messages[first - 1]["role"] == "assistant" and first - 2 in row["constraint_turns"] + _interruption(row, base_row)
+            assert messages[last + 1:] == base_row["messages"][first:], row["id"]
+            head, base_head = messages[:first], base_row["messages"][:first]
+            assert [strip_timestamp(m["content"]) for m in head] == [strip_timestamp(m["content"]) for m in base_head]
+            shifts = {_minutes(m, b) for m, b in zip(head, base_head) if m["role"] == "user"}
+            assert len(shifts) == 1 and min(shifts) >= 0, (row["id"], shifts)  # the head moves back as one piece
+            if row["dimension"] == "temporal_grounding":
+                _assert_deadline_kept(row, base_row, shifts.pop(), blueprints[row["blueprint_id"]])
             for message in injected:
                 body = strip_timestamp(message["content"])
                 assert not has_time_expression(body), (row["id"], body[:80])
+                assert not INDEPENDENT_TIME.search(body), (row["id"], INDEPENDENT_TIME.search(body).group(0), body[:80])
                 assert not any(mentions(body, slot) for slot in row["gold_slots"]), row["id"]
             injected_by_plan[(row["blueprint_id"], context)].append(injected)
     assert seen > 0
     for plan, blocks in injected_by_plan.items():
         assert all(block == blocks[0] for block in blocks), plan
+
+
+def test_every_config_alternates(default_build: dict) -> None:
+    """Every row of every config (base, long, week configs with messages) strictly alternates user/assistant."""
+    release = default_build["release"]
+    checked = 0
+    for directory in sorted((release / "data").iterdir()):
+        for path in sorted(directory.glob("*.parquet")):
+            if "messages" not in pq.ParquetFile(path).schema_arrow.names or not re.fullmatch(r"(pm|rm|explicit)_\w+", directory.name):
+                continue
+            for row in pq.read_table(path, columns=["id", "messages"]).to_pylist():
+                assert _alternates(row["messages"]), (directory.name, row["id"])
+                checked += 1
+    assert checked > 10000
 
 
 def test_rm_and_explicit_share_pos_clean_distractors(default_build: dict) -> None:

@@ -5,7 +5,8 @@ Out: one item per snippet ``{"id", "source", "messages": [[role, content]...], "
 where ``tokens[i]`` is the o200k count of ``" " + content`` for user messages (they follow a
 timestamp prefix) and of ``content`` for assistant messages, so a stretched row's length is a
 sum, never a re-tokenization. Dropped, with reasons: exchanges holding a time expression
-(``time-expression``) or too long to inject (``too-long``).
+(``time-expression``; ``stats["filters"][source]["time-patterns"]`` counts the exchanges matching each
+pattern of :data:`~stages.distractors.units.TIME_PATTERNS`) or too long to inject (``too-long``).
 """
 
 from __future__ import annotations
@@ -18,15 +19,18 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from pipeline import tokenizer
+from pipeline.hashing import combine, source_digest
 from pipeline.stage import Dropped, Stage, StageContext, StageOutput
-from stages.distractors import loaders
-from stages.distractors.units import Conversation, exchanges, has_time_expression
+from stages.distractors import loaders, units
+from stages.distractors.units import TIME_PATTERNS, Conversation, exchanges, time_patterns
 
 
 class PoolParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     max_snippet_tokens: int = 3000
     max_exchange_tokens: int = 2500
+    # per-source limits: a coding agent's step (a 100-line file view, a test run) is long but whole
+    max_exchange_tokens_by_source: dict[str, int] = {"swe-agent": 6000}
 
 
 def load_source(name: str, kind: str, location: str, files: tuple[str, ...]) -> list[Conversation]:
@@ -82,13 +86,18 @@ class DistractorPool(Stage):
     def environment_keys(self) -> tuple[str, ...]:
         return ("distractors",)
 
+    def code_version(self) -> str:
+        """This module and the loaders and filters it calls (sibling modules are not in the default digest)."""
+        return combine(self.version, source_digest(type(self), loaders, units))
+
     def run(self, inputs: dict, ctx: StageContext) -> StageOutput:
         sources = {s["name"]: s for s in ctx.environment["distractors"]["sources"].values()}
         out = StageOutput(items=[], stats={"filters": {}})
         for name in sorted(sources):
             source = sources[name]
             conversations = load_source(name, source["kind"], source["location"], tuple(source["files"]))
-            filters = out.stats["filters"].setdefault(name, {"conversations": len(conversations), "time-expression": 0, "too-long": 0})
+            filters = out.stats["filters"].setdefault(name, {"conversations": len(conversations), "time-expression": 0, "too-long": 0,
+                                                            "time-patterns": dict.fromkeys(TIME_PATTERNS, 0)})
             for conversation in ctx.progress(conversations, desc=f"pool {name}"):
                 self._cut(conversation, out, filters)
             filters["snippets"] = sum(1 for item in out.items if item["source"] == name)
@@ -100,6 +109,7 @@ class DistractorPool(Stage):
         pairs = exchanges(conversation.messages)
         texts = [(" " + user[1], assistant[1]) for user, assistant in pairs]
         counts = tokenizer.count_many([t for pair in texts for t in pair])
+        limit = self.params.max_exchange_tokens_by_source.get(conversation.source, self.params.max_exchange_tokens)
 
         def close() -> None:
             nonlocal run, run_tokens
@@ -113,18 +123,21 @@ class DistractorPool(Stage):
 
         for index, (pair, pair_counts) in enumerate(zip(pairs, zip(counts[::2], counts[1::2]))):
             exchange_id = f"{conversation.id}#{index}"
-            if has_time_expression(pair[0][1]) or has_time_expression(pair[1][1]):
-                out.dropped.append(Dropped(exchange_id, "time-expression", "a turn holds a time expression"))
+            found = sorted(set(time_patterns(pair[0][1])) | set(time_patterns(pair[1][1])), key=list(TIME_PATTERNS).index)
+            if found:
+                out.dropped.append(Dropped(exchange_id, "time-expression", f"a turn holds a time expression ({', '.join(found)})"))
                 filters["time-expression"] += 1
+                for pattern in found:
+                    filters["time-patterns"][pattern] += 1
                 close()
                 continue
             size = sum(pair_counts)
-            if size > self.params.max_exchange_tokens:
+            if size > limit:
                 out.dropped.append(Dropped(exchange_id, "too-long", f"{size} tokens"))
                 filters["too-long"] += 1
                 close()
                 continue
-            if run_tokens + size > self.params.max_snippet_tokens:
+            if run_tokens + size > max(limit, self.params.max_snippet_tokens):
                 close()
             run.append((index, pair, pair_counts))
             run_tokens += size

@@ -1,0 +1,108 @@
+"""A seeded model of a person chatting: how long each exchange takes, for message timestamps.
+
+A plain library module (not a stage), for the stretched long contexts and, later, base dialogues.
+
+In: the words of each exchange (what the person reads, what they write) and a ``random.Random``.
+Out: gaps in seconds between consecutive user turns. The gap before a user turn is a pause to
+think, the time to read the assistant's previous reply and the time to type the new message, times
+a log-normal jitter, so it grows with the words read and written and is never a round number of
+minutes. After a stretch of activity (a session, itself drawn) the person takes a break: mostly a
+short one (a coffee, a meeting), sometimes a night. A 100K-token conversation therefore spans hours
+or days, not minutes.
+
+``place`` fits such gaps into a window between two fixed times and says how far the turns before
+the window must move back (``head_shift``) when the window is too short, or how much the gaps had
+to be compressed when the turns before the window cannot move (``scale`` < 1).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+
+class TimingParams(BaseModel):
+    """Reading and typing speeds, the pause before writing, jitter and breaks (seconds, words per minute)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    reading_wpm: float = 230.0  # adult silent reading of prose
+    typing_wpm: float = 38.0  # casual typing on a keyboard
+    think_seconds: float = 7.0  # median pause before starting to type
+    jitter_sigma: float = 0.45  # log-normal spread of each gap
+    session_minutes: float = 150.0  # median active time before a break
+    short_break_minutes: float = 25.0  # median short break
+    night_probability: float = 0.3  # a break is a night's sleep this often
+    night_hours: float = 10.0  # median night break (evening to next morning)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Offsets (seconds after the last fixed user turn before the window) of each injected user turn."""
+
+    offsets: tuple[float, ...]
+    head_shift: int  # whole minutes the turns before the window move back (0 when the window is long enough)
+    scale: float  # 1.0, or the compression of the gaps when the window could not be widened enough
+    natural_seconds: float  # the span the model wanted (injected turns plus the gap back to the fixed turn after)
+
+
+class TypingModel:
+    """Gaps between user turns for a person who reads each reply and types each message."""
+
+    def __init__(self, params: TimingParams | None = None) -> None:
+        self.params = params or TimingParams()
+
+    def gap(self, read_words: int, written_words: int, rng: random.Random) -> float:
+        """Seconds from one user turn to the next: think, read the reply, type the message, jittered."""
+        p = self.params
+        base = p.think_seconds + 60.0 * read_words / p.reading_wpm + 60.0 * written_words / p.typing_wpm
+        return base * rng.lognormvariate(0.0, p.jitter_sigma)
+
+    def gaps(self, exchanges: list[tuple[int, int]], rng: random.Random) -> list[float]:
+        """One gap per ``(read_words, written_words)``, with breaks added after drawn sessions."""
+        p = self.params
+        out: list[float] = []
+        active, session = 0.0, self._session(rng)
+        for read, written in exchanges:
+            gap = self.gap(read, written, rng)
+            active += gap
+            if active > session:
+                gap += self._break(rng)
+                active, session = 0.0, self._session(rng)
+            out.append(gap)
+        return out
+
+    def _session(self, rng: random.Random) -> float:
+        return 60.0 * self.params.session_minutes * rng.lognormvariate(0.0, 0.5)
+
+    def _break(self, rng: random.Random) -> float:
+        p = self.params
+        if rng.random() < p.night_probability:
+            return 3600.0 * p.night_hours * rng.lognormvariate(0.0, 0.15)
+        return 60.0 * p.short_break_minutes * rng.lognormvariate(0.0, 0.7)
+
+    def place(self, exchanges: list[tuple[int, int]], window_seconds: float, max_shift_minutes: int | None,
+              rng: random.Random) -> Placement:
+        """Offsets of ``len(exchanges) - 1`` injected user turns in a window.
+
+        ``exchanges`` has one ``(read, written)`` pair per user turn that follows: each injected user
+        turn, then the fixed user turn after the window. The window is ``window_seconds`` long; it may
+        be widened by moving the turns before it back by at most ``max_shift_minutes`` (None: no
+        limit). What is still too long is compressed; a window longer than needed leaves the slack
+        before the fixed turn after it.
+        """
+        gaps = self.gaps(exchanges, rng)
+        natural = sum(gaps)
+        missing = max(0.0, natural - window_seconds)
+        shift = math.ceil(missing / 60.0)
+        if max_shift_minutes is not None and shift > max_shift_minutes:
+            shift = max(0, max_shift_minutes)
+        room = window_seconds + 60.0 * shift
+        scale = 1.0 if natural <= room or natural == 0 else room / natural
+        offsets, clock = [], 0.0
+        for gap in gaps[:-1]:
+            clock += gap * scale
+            offsets.append(clock)
+        return Placement(tuple(offsets), shift, scale, natural)
