@@ -1,27 +1,41 @@
-"""``dialogues``: a scaled blueprint -> its base dialogue skeleton.
+"""``dialogues``: a scaled blueprint -> its base dialogue (one conversation, no surface cue).
 
-In: scaled blueprints that passed the oracles (main) and ``load_fillers`` (side). Out: one item per blueprint with
-``turns`` (role, content without timestamp, ``at`` for user turns, ``kind`` in
-constraint / interruption / filler / trigger) and ``resolution_index`` (where a
-Neg-Clean resolving turn goes). The layout: 0-2 filler exchanges, the constraint turn
-and the assistant's reply (the offline setting), for if-then some filler and the second
-constraint, for attention recovery the interruption, then filler, then the trigger.
-Filler exchanges come from the blueprint's topic pool, never mention a gold slot, and
-are drawn with the blueprint's own seeded generator. Filler user turns get times
-interpolated between the fixed times around them, so timestamps never go backwards.
+In: scaled blueprints that passed the oracles (main) and ``load_fillers`` (side: story and filler
+pools). Out: one item per blueprint with ``turns`` (role, content without timestamp, ``at`` on
+user turns, ``kind`` in constraint / interruption / filler / update / trigger) and
+``parity_index`` (the user turn where a Neg-Clean twin carries its resolution, or None).
+
+The rules (issue "Base dialogues v2"):
+
+- **One story**: thematic exchanges come from the pool the blueprint's ``topic`` names; a
+  ``kind: story`` pool keeps its order (an ordered subset), a shared filler pool is drawn in any
+  order. No exchange mentions a gold slot or slot value.
+- **The constraint among equals**: it sits at a seeded position anywhere but the last two units
+  before the trigger (so position alone stays near chance), a second if-then constraint after it;
+  for attention recovery the user's own task comes first, the interruption last before the trigger.
+- **Variant parity**: where Neg-Clean resolves the risk (state tracking, safe coding), one unit
+  after the constraints is the *parity slot*: the blueprint's benign ``update`` exchange, else a
+  thematic exchange. Neg-Clean replaces that slot with the resolution, so turn counts, positions
+  and times match.
+- **Times from one process**: every gap between user turns comes from the typing-and-reading model
+  (``stages.timing``), jittered, never rounded. Only the trigger's time is anchored (shifted by a
+  seeded few minutes); temporal grounding also anchors the constraint, with one scale on every gap
+  of the row so the constraint-to-trigger span, and so the deadline's meaning, is kept.
 """
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
-from pipeline.bounds import CountRange, NonNegative
 
 from pipeline.blueprints.schema import TIME_FORMAT
+from pipeline.bounds import CountRange
 from pipeline.stage import Drop, Item, MapStage, StageContext
 from pipeline.text import mentions
 from stages.generate.fillers import FillerGenerator, FillerParams
+from stages.timing import TimingParams, TypingModel
 
 DEFAULT_FILLER = {
     "state_tracking": (7, 9),
@@ -30,12 +44,14 @@ DEFAULT_FILLER = {
     "attention_recovery": (5, 6),
     "safe_coding": (3, 5),
 }
+MIN_GAP_SECONDS = 35.0  # no one reads a reply and types an answer faster
+ANCHOR_SHIFT_MINUTES = (-5, 4)  # the trigger (and a temporal constraint) move by a seeded amount in this range
 
 
 class DialogueParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     filler_exchanges: dict[str, CountRange] = DEFAULT_FILLER
-    max_leading_exchanges: NonNegative = 2
+    timing: TimingParams = TimingParams()
     llm: FillerParams = FillerParams()
 
 
@@ -48,103 +64,152 @@ class Dialogues(MapStage):
         return ("llm", "blueprints_digest")
 
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
-        self.pools = {item["pool"]["topic"]: item["pool"]["exchanges"] for item in side_inputs["load_fillers"]}
+        self.pools = {item["pool"]["topic"]: item["pool"] for item in side_inputs["load_fillers"]}
         llm = ctx.services.get("llm") is not None  # with an LLM, fillers are written by stages/generate/fillers.py
         self.filler_llm = FillerGenerator.create(self.params.llm, side_inputs["load_fillers"], ctx) if llm else None
+        self.typing = TypingModel(self.params.timing)
 
     def process(self, item: Item, ctx: StageContext) -> list[Item] | Drop:
         bp = item["blueprint"]
         pool = self.pools.get(bp["topic"])
         if pool is None:
             return Drop("no-filler-topic", f"no filler pool for topic {bp['topic']!r}")
-        clean = [i for i, ex in enumerate(pool) if not any(mentions(ex["user"], s) or mentions(ex["assistant"], s) for s in bp["gold_slots"])]
+        exchanges_all = pool["exchanges"]
+        clean = [i for i, ex in enumerate(exchanges_all)
+                 if not any(mentions(ex["user"], s) or mentions(ex["assistant"], s) for s in bp["gold_slots"])]
         low, high = self.params.filler_exchanges[bp["dimension"]]
         rng = ctx.rng(item["id"])
         wanted = rng.randint(low, high)
         if len(clean) < wanted:
             return Drop("too-little-filler", f"topic {bp['topic']!r} has {len(clean)} slot-free exchanges, need {wanted}")
         picked = rng.sample(clean, wanted)
-        leading = min(rng.randint(0, self.params.max_leading_exchanges), max(0, wanted - 2))
-        exchanges, filler_ids, generated = [pool[i] for i in picked], [f"{bp['topic']}#{i}" for i in picked], {}
+        story = pool.get("kind") == "story"
+        if story:
+            picked.sort()  # a story keeps the order a person would have it in
+        exchanges, filler_ids, generated = [exchanges_all[i] for i in picked], [f"{bp['topic']}#{i}" for i in picked], {}
         if self.filler_llm is not None:
             exchanges, filler_ids, record = self.filler_llm.replace(item, exchanges, filler_ids, ctx, ctx.services["llm"])
             generated = {"fillers": record}
-        turns = _layout(bp, exchanges, leading, rng.random())
-        _assign_times(turns)
-        resolution_index = next((i for i, t in enumerate(turns) if t["role"] == "marker"), None)
-        turns = [t for t in turns if t["role"] != "marker"]
+        turns, parity = _layout(bp, exchanges, story, rng)
+        _assign_times(turns, bp, self.typing, rng)
         return [{
             "id": item["id"],
             "seed_id": item["seed_id"],
             "split": item["split"],
             "blueprint": bp,
             "turns": turns,
-            "resolution_index": resolution_index,
+            "parity_index": parity,
             "filler_ids": filler_ids,
             "provenance": {**item["provenance"], "dialogues": self.code_version()[:12], "oracles": item.get("oracles"),
                            **generated},
         }]
 
 
-def _pair(user: str, at: str | None, kind: str, reply: str | None) -> list[dict]:
-    turns = [{"role": "user", "content": user, "at": at, "kind": kind}]
+def _pair(user: str, kind: str, reply: str | None) -> list[dict]:
+    turns = [{"role": "user", "content": user, "at": None, "kind": kind}]
     if reply is not None:
         turns.append({"role": "assistant", "content": reply, "at": None, "kind": kind})
     return turns
 
 
-def _filler(exchange: dict) -> list[dict]:
-    return _pair(exchange["user"], None, "filler", exchange["assistant"])
+def _slots(bp: dict, n: int, story: bool, rng: random.Random) -> dict[int, str]:
+    """Positions (0..n-1, before the trigger) of the special units: constraints, interruption, parity.
+
+    Attention recovery with a story pool: the user's task first, the interruption last. With a shared
+    filler pool (legacy seeds, whose pool is about the interrupting problem) the interruption follows
+    the constraint at once and the pool's exchanges continue the problem.
+    """
+    special: dict[int, str] = {}
+    attention = bp.get("interruption") is not None
+    if attention and not story:
+        return {0: "constraint:0", 1: "interruption"}
+    last = n - 1
+    if attention:
+        special[last] = "interruption"
+        last -= 1
+    first_low = 1 if attention else 0  # attention recovery: the user's own task comes first
+    constraints = len(bp["constraints"])
+    resolves = bool(bp.get("negative") and bp["negative"]["kind"] == "resolution")
+    after = (constraints - 1) + int(resolves) + (0 if attention else 1)  # units the first constraint needs after it
+    first = rng.randint(first_low, max(first_low, last - after))
+    special[first] = "constraint:0"
+    previous = first
+    if constraints > 1:
+        second = rng.randint(first + 1, max(first + 1, last - int(resolves) - (0 if attention else 1)))
+        special[second] = "constraint:1"
+        previous = second
+    if resolves:
+        free = [p for p in range(previous + 1, last + 1) if p not in special]
+        special[rng.choice(free) if free else last] = "parity"
+    return special
 
 
-def _layout(bp: dict, fillers: list[dict], leading: int, draw: float) -> list[dict]:
-    """Order the turns; a ``marker`` turn (timed at the resolution) marks where a resolving turn goes."""
-    turns: list[dict] = []
+def _layout(bp: dict, fillers: list[dict], story: bool, rng: random.Random) -> tuple[list[dict], int | None]:
+    """Order the turns; return them and the user-turn index of the parity slot (or None)."""
+    update = bp.get("update")
+    resolves = bool(bp.get("negative") and bp["negative"]["kind"] == "resolution")
+    n = len(fillers) + len(bp["constraints"]) + int(bp.get("interruption") is not None) + int(resolves and update is not None)
+    special = _slots(bp, n, story, rng)
     queue = list(fillers)
-    for _ in range(leading):
-        turns += _filler(queue.pop(0))
-    first = bp["constraints"][0]
-    turns += _pair(first["text"], first["at"], "constraint", first.get("reply"))
-    if bp.get("interruption"):
-        inter = bp["interruption"]
-        turns += _pair(inter["text"], inter["at"], "interruption", inter.get("reply"))
-    if len(bp["constraints"]) > 1:
-        between = max(1, len(queue) // 3)
-        for _ in range(between):
-            turns += _filler(queue.pop(0))
-        second = bp["constraints"][1]
-        turns += _pair(second["text"], second["at"], "constraint", second.get("reply"))
-    negative = bp.get("negative")
-    resolves = bool(negative and negative["kind"] == "resolution")
-    # the resolving turn goes before the last one or two filler exchanges
-    marker_position = len(queue) - min(len(queue), 1 + int(draw * 2))
-    for position, exchange in enumerate(queue):
-        if resolves and position == marker_position:
-            turns.append({"role": "marker", "content": "", "at": negative["at"], "kind": "resolution"})
-        turns += _filler(exchange)
-    if resolves and marker_position >= len(queue):
-        turns.append({"role": "marker", "content": "", "at": negative["at"], "kind": "resolution"})
-    trigger = bp["trigger"]
-    turns.append({"role": "user", "content": trigger["text"], "at": trigger["at"], "kind": "trigger"})
-    return turns
-
-
-def _assign_times(turns: list[dict]) -> None:
-    """Fill ``at`` of filler user turns between the fixed times around them (non-decreasing)."""
-    anchors = [(i, datetime.strptime(t["at"], TIME_FORMAT)) for i, t in enumerate(turns) if t["at"]]
-    user_slots = [i for i, t in enumerate(turns) if t["role"] == "user" and not t["at"]]
-    for index in user_slots:
-        before = [(i, at) for i, at in anchors if i < index]
-        after = [(i, at) for i, at in anchors if i > index]
-        if not before:
-            first_index, first_at = after[0]
-            steps_to_anchor = sum(1 for j in user_slots if index <= j < first_index)
-            at = first_at - timedelta(minutes=4 * steps_to_anchor)
-        elif not after:
-            at = before[-1][1]
+    turns: list[dict] = []
+    parity = None
+    for position in range(n):
+        role = special.get(position)
+        if role is not None and role.startswith("constraint:"):
+            turn = bp["constraints"][int(role.split(":")[1])]
+            turns += _pair(turn["text"], "constraint", turn.get("reply"))
+        elif role == "interruption":
+            turns += _pair(bp["interruption"]["text"], "interruption", bp["interruption"].get("reply"))
+        elif role == "parity" and update is not None:
+            parity = len(turns)
+            turns += _pair(update["text"], "update", update["reply"])
         else:
-            (i0, t0), (i1, t1) = before[-1], after[0]
-            between = [j for j in user_slots if i0 < j < i1]
-            fraction = (between.index(index) + 1) / (len(between) + 1)
-            at = t0 + timedelta(minutes=int((t1 - t0).total_seconds() // 60 * fraction))
-        turns[index]["at"] = at.strftime(TIME_FORMAT)
+            if role == "parity":
+                parity = len(turns)
+            exchange = queue.pop(0)
+            turns += _pair(exchange["user"], "filler", exchange["assistant"])
+    turns.append({"role": "user", "content": bp["trigger"]["text"], "at": None, "kind": "trigger"})
+    return turns, parity
+
+
+def _anchor_shift(bp: dict, rng: random.Random) -> int:
+    """Minutes every anchor moves; for an absolute deadline, only shifts that keep the trigger (and the
+    constraint) on the same side of it."""
+    low, high = ANCHOR_SHIFT_MINUTES
+    shifts = list(range(low, high + 1))
+    timing = bp.get("timing")
+    if timing and timing["kind"] == "absolute":
+        deadline = datetime.strptime(timing["deadline"], TIME_FORMAT)
+        anchors = [datetime.strptime(bp["trigger"]["at"], TIME_FORMAT),
+                   *(datetime.strptime(c["at"], TIME_FORMAT) for c in bp["constraints"])]
+
+        def keeps(shift: int) -> bool:
+            return all((a + timedelta(minutes=shift) < deadline) == (a < deadline)
+                       and a + timedelta(minutes=shift) != deadline for a in anchors)
+
+        shifts = [s for s in shifts if keeps(s)] or [0]
+    return rng.choice(shifts)
+
+
+def _assign_times(turns: list[dict], bp: dict, typing: TypingModel, rng: random.Random) -> None:
+    """Set ``at`` on every user turn from the typing model, anchored at the trigger (and, for temporal
+    grounding, at the constraint)."""
+    users = [i for i, t in enumerate(turns) if t["role"] == "user"]
+    gaps = [0.0]
+    for previous, current in zip(users, users[1:]):
+        read = len(turns[previous + 1]["content"].split()) if turns[previous + 1]["role"] == "assistant" else 0
+        gaps.append(max(MIN_GAP_SECONDS, typing.gap(read, len(turns[current]["content"].split()), rng)))
+    # anchors move by whole minutes plus the same seconds, mid-minute, so rounding never moves a minute
+    shift = timedelta(minutes=_anchor_shift(bp, rng), seconds=rng.uniform(1, 58))
+    trigger_at = datetime.strptime(bp["trigger"]["at"], TIME_FORMAT) + shift
+    scale = 1.0
+    if bp.get("timing"):
+        constraint_user = next(k for k, i in enumerate(users) if turns[i]["kind"] == "constraint")
+        constraint_at = datetime.strptime(bp["constraints"][0]["at"], TIME_FORMAT) + shift
+        natural = sum(gaps[constraint_user + 1:])
+        window = (trigger_at - constraint_at).total_seconds()
+        scale = window / natural if natural > 0 and window > 0 else 1.0
+    clock = trigger_at
+    for k in range(len(users) - 1, -1, -1):
+        turns[users[k]]["at"] = clock.strftime(TIME_FORMAT)
+        clock -= timedelta(seconds=gaps[k] * scale)

@@ -5,8 +5,9 @@ The rules of the paper (section 3.3, appendix A.3, A.6, A.7):
 
 - Pos-Clean is the base dialogue; Pos-Over appends the distracting request to the trigger
   turn, so the clean trigger is a verbatim prefix.
-- Neg-Clean exists for state tracking and safe coding (a resolving turn inserted before the
-  trigger) and logical adherence (the trigger, or the state turn, flipped to compliant).
+- Neg-Clean exists for state tracking and safe coding (the resolving exchange takes the parity
+  slot that Pos-Clean fills with a benign update or a thematic exchange) and logical adherence
+  (the trigger, or the state turn, flipped to compliant).
 - The explicit ablation changes only the constraint turn (append or in-place rewrite),
   for every dimension but safe coding, in each of its variants.
 - One RM probe per blueprint (not safe coding): the Pos-Clean context with the question
@@ -57,13 +58,13 @@ def variant_turns(dialogue: Item) -> dict[str, tuple[Turns, int | None]]:
     negative = bp.get("negative")
     if negative is None:
         return out
-    if negative["kind"] == "resolution":
-        at = dialogue["resolution_index"]
-        inserted = [
-            {"role": "user", "content": negative["text"], "at": negative["at"], "kind": "resolution"},
+    if negative["kind"] == "resolution":  # replaces the parity slot: same turn count, positions and times
+        at = dialogue["parity_index"]
+        resolved = [
+            {"role": "user", "content": negative["text"], "at": turns[at]["at"], "kind": "resolution"},
             {"role": "assistant", "content": negative["reply"], "at": None, "kind": "resolution"},
         ]
-        out["neg_clean"] = (turns[:at] + inserted + turns[at:], at)
+        out["neg_clean"] = (turns[:at] + resolved + turns[at + 2:], at)
     elif negative["kind"] == "flip_trigger":
         out["neg_clean"] = (_with(turns, trigger, content=negative["text"]), None)
     else:

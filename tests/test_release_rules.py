@@ -108,8 +108,10 @@ def test_negatives_only_where_allowed_and_resolution_placed(rows: dict) -> None:
     for (blueprint_id, variant), row in index.items():
         if variant == "neg_clean" and row["dimension"] in {"state_tracking", "safe_coding"}:
             clean = index[(blueprint_id, "pos_clean")]
-            turn = row["resolution_turn"]
-            assert row["messages"][:turn] + row["messages"][turn + 2:] == clean["messages"]
+            turn = row["resolution_turn"]  # the parity slot: Pos-Clean has a benign exchange there
+            assert len(row["messages"]) == len(clean["messages"])
+            assert row["messages"][:turn] + row["messages"][turn + 2:] == clean["messages"][:turn] + clean["messages"][turn + 2:]
+            assert row["messages"][turn]["content"][:18] == clean["messages"][turn]["content"][:18]  # same time
 
 
 def test_explicit_rows_differ_only_in_the_constraint_turn(rows: dict) -> None:

@@ -1,0 +1,117 @@
+"""Base dialogues v2 through the stage contract (``Dialogues.run``), on real seed blueprints with a
+story pool in the real format: constraint positions spread, story order kept, times from the typing
+model (increasing, never rounded by construction, deadlines kept), Neg-Clean parity, attention
+recovery order."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+
+import pytest
+import yaml
+
+from pipeline.blueprints.schema import TIME_FORMAT, Blueprint, to_json
+from pipeline.blueprints.slots import render
+from pipeline.stage import StageContext
+from stages.dialogues import Dialogues
+from stages.variants import variant_turns
+from tests.conftest import REPO
+
+RENDERINGS = 40
+REPLY = ("That works, and it is a good moment to plan the next bit calmly. Most people find it easier to take "
+         "one thing at a time, write the next step down and keep the rest for later, so nothing gets rushed. ") * 2
+
+
+def seed(relative: str, **changes) -> dict:
+    data = yaml.safe_load((REPO / "blueprints" / relative).read_text(encoding="utf-8"))
+    data.update(topic="test_story", **changes)
+    return to_json(render(Blueprint.model_validate(data)))
+
+
+def story(count: int = 12) -> dict:
+    exchanges = [{"user": f"Here is part {k} of my day, what would you suggest next?", "assistant": REPLY}
+                 for k in range(count)]
+    return {"id": "topic:test_story", "pool": {"topic": "test_story", "kind": "story", "description": "",
+                                                 "exchanges": exchanges}}
+
+
+def dialogues(blueprint: dict, renderings: int = RENDERINGS) -> list[dict]:
+    items = [{"id": f"{blueprint['id']}--s{k:02d}", "seed_id": blueprint["id"], "split": "test",
+              "blueprint": blueprint, "provenance": {}} for k in range(renderings)]
+    stage = Dialogues()
+    out = stage.run({"oracle_necessity": items, "load_fillers": [story()]},
+                    StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
+    assert not out.dropped
+    return out.items
+
+
+def users(dialogue: dict) -> list[dict]:
+    return [t for t in dialogue["turns"] if t["role"] == "user"]
+
+
+def times(dialogue: dict) -> list[datetime]:
+    return [datetime.strptime(t["at"], TIME_FORMAT) for t in users(dialogue)]
+
+
+@pytest.fixture(scope="module")
+def badge() -> list[dict]:
+    update = {"text": "I just grabbed a second coffee at the till, it smells great.", "reply": REPLY}
+    return dialogues(seed("state_tracking/st-badge-side-door.yaml", update=update))
+
+
+def test_constraint_spread_never_in_the_last_two_places(badge) -> None:
+    positions = Counter()
+    for d in badge:
+        kinds = [t["kind"] for t in users(d)]
+        c = kinds.index("constraint")
+        assert c < len(kinds) - 3, kinds  # two units or more between it and the trigger
+        assert kinds.index("update") > c
+        positions[c] += 1
+    assert len(positions) >= 4 and max(positions.values()) < RENDERINGS / 2, positions
+
+
+def test_story_order_kept_and_times_from_one_process(badge) -> None:
+    for d in badge:
+        numbers = [int(i.split("#")[1]) for i in d["filler_ids"]]
+        assert numbers == sorted(numbers)
+        stamps = times(d)
+        assert all(b >= a for a, b in zip(stamps, stamps[1:]))
+        assert max(Counter(stamps).values()) <= 2
+    constraint_minutes = Counter(times(d)[[t["kind"] for t in users(d)].index("constraint")].minute % 5 for d in badge)
+    assert len(constraint_minutes) >= 4  # the blueprint's round 13:15 is an anchor no longer
+
+
+def test_neg_clean_takes_the_parity_slot(badge) -> None:
+    for d in badge:
+        rows = variant_turns(d)
+        clean, (negative, at) = rows["pos_clean"][0], rows["neg_clean"]
+        assert len(negative) == len(clean) and at == d["parity_index"]
+        assert clean[at]["kind"] == "update" and negative[at]["kind"] == "resolution"
+        assert negative[at]["at"] == clean[at]["at"]
+        assert negative[:at] + negative[at + 2:] == clean[:at] + clean[at + 2:]
+
+
+@pytest.mark.parametrize("relative", ["temporal_grounding/tg-rel-hair-dye.yaml",
+                                      "temporal_grounding/tg-abs-train-departure.yaml"])
+def test_temporal_constraint_to_trigger_span_and_deadline_kept(relative: str) -> None:
+    blueprint = seed(relative)
+    span = (datetime.strptime(blueprint["trigger"]["at"], TIME_FORMAT)
+            - datetime.strptime(blueprint["constraints"][0]["at"], TIME_FORMAT))
+    deadline = datetime.strptime(blueprint["timing"]["deadline"], TIME_FORMAT)
+    before = datetime.strptime(blueprint["trigger"]["at"], TIME_FORMAT) < deadline
+    for d in dialogues(blueprint, 20):
+        stamps, kinds = times(d), [t["kind"] for t in users(d)]
+        constraint, trigger = stamps[kinds.index("constraint")], stamps[-1]
+        assert trigger - constraint == span
+        if blueprint["timing"]["kind"] == "absolute":
+            assert (trigger < deadline) == before
+        else:
+            assert (trigger < constraint + (deadline - datetime.strptime(blueprint["constraints"][0]["at"], TIME_FORMAT))) == before
+
+
+def test_attention_recovery_order_with_a_story() -> None:
+    for d in dialogues(seed("attention_recovery/ar-code-camp-registration.yaml"), 20):
+        kinds = [t["kind"] for t in users(d)]
+        assert kinds[-1] == "trigger" and kinds[-2] == "interruption"
+        assert kinds.index("constraint") >= 1  # the user's own task comes first
