@@ -51,7 +51,7 @@ class StretchParams(BaseModel):
     lengths: tuple[int, ...] = (20000, 40000, 60000, 80000, 100000)
     timing: TimingParams = TimingParams()
     earliest_same_day: str = "07:00"  # absolute-time rows: the conversation may start no earlier that day
-    semantic_filter: bool = True
+    semantic_filter: bool = False  # off by default: at floor 0.3 it drops whole lengths (see README)
     semantic_percentile: float = 95.0  # of constraint (trigger) to filler-turn cosines in the base dialogue
     semantic_floor: float = 0.3  # thresholds never below this cosine
     embedding_model: str | None = None  # a directory or Hub id; default: the audit's resolution

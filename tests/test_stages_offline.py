@@ -188,9 +188,11 @@ def test_neg_clean_by_resolution_and_by_flip(two: dict[str, Any]) -> None:
     badge = next(i for i in two["dialogues"].items if i["seed_id"] == "st-badge-side-door")
     clean, neg = rows[(badge["id"], "pos_clean", "implicit")], rows[(badge["id"], "neg_clean", "implicit")]
     at = neg["resolution_turn"]
-    assert len(neg["messages"]) == len(clean["messages"]) + 2 and 0 < at < neg["trigger_turn"] - 1
+    # the resolution takes the parity slot, where Pos-Clean carries the benign update
+    assert len(neg["messages"]) == len(clean["messages"]) and 0 < at < neg["trigger_turn"] - 1
     assert body(neg["messages"][at]) == badge["blueprint"]["negative"]["text"]
-    assert neg["messages"][:at] + neg["messages"][at + 2:] == clean["messages"]
+    assert body(clean["messages"][at]) == badge["blueprint"]["update"]["text"]
+    assert neg["messages"][:at] + neg["messages"][at + 2:] == clean["messages"][:at] + clean["messages"][at + 2:]
     assert neg["expected"] == "silent" and clean["expected"] == "intervene"
     cake = next(i for i in two["dialogues"].items if i["seed_id"] == "la-it-glucose-cake")
     clean, neg = rows[(cake["id"], "pos_clean", "implicit")], rows[(cake["id"], "neg_clean", "implicit")]
@@ -278,7 +280,8 @@ def test_stretch_plans_land_within_one_percent_and_keep_the_base_text(two: dict[
             assert abs(long_row["n_tokens"] - target) <= 0.01 * target, (row["id"], long_row["n_tokens"])
             assert long_row["n_tokens"] == sum(tokenizer.count(m["content"]) for m in long_row["messages"])
             for before, after in zip(row["constraint_turns"], long_row["constraint_turns"]):
-                assert long_row["messages"][after] == row["messages"][before]
+                # the text is the base text; its time may move back to make room for the injected span
+                assert body(long_row["messages"][after]) == body(row["messages"][before])
             assert long_row["messages"][-1] == row["messages"][-1]
             stamps = [STAMP.match(m["content"]).group(1) for m in long_row["messages"] if m["role"] == "user"]
             assert stamps == sorted(stamps)  # injected turns never make time go backwards
