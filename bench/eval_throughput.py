@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from scripted_server import start_scripted  # noqa: E402 (bench/ is on sys.path)
 from pipeline.schemas import PM_SCHEMA  # noqa: E402
 from stages.eval.run import EvalOptions  # noqa: E402
 from stages.eval.session import Selection, run_eval  # noqa: E402
@@ -36,15 +37,7 @@ VERDICT = '{"verdict": "YES", "reason": "scripted"}'
 
 def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     """The scripted server in a child process, and its base URL."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "tests.servers.scripted", "--latency", str(latency), "--json-reply", VERDICT]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    base_url = process.stdout.readline().strip()
-    if not base_url.startswith("http"):
-        process.terminate()
-        raise RuntimeError("the scripted server did not start")
-    return process, base_url
+    return start_scripted("--latency", str(latency), "--json-reply", VERDICT)
 
 
 def write_release(root: Path, rows: int) -> Path:

@@ -28,20 +28,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from scripted_server import start_scripted  # noqa: E402 (bench/ is on sys.path)
 from pipeline.llm import ChatRequest, LLMClient, LLMConfig, RequestCache, RetryPolicy  # noqa: E402
 
 
 def start_server(latency: float, slots: int = 0) -> tuple[subprocess.Popen[str], str]:
     """The scripted server in a child process, and its base URL."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "tests.servers.scripted", "--latency", str(latency), "--slots", str(slots)]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    base_url = process.stdout.readline().strip()
-    if not base_url.startswith("http"):
-        process.terminate()
-        raise RuntimeError("the scripted server did not start")
-    return process, base_url
+    return start_scripted("--latency", str(latency), "--slots", str(slots))
 
 
 def measure(base_url: str, cache_path: Path | None, n: int, concurrency: int, tag: str, timeout: float = 30,
