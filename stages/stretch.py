@@ -258,13 +258,12 @@ def _window(item: Item, at: int, earliest_same_day: str) -> Window:
     bp, turns = item["blueprint"], item["turns"]
     before = next(t["at"] for t in reversed(turns[:at]) if t["role"] == "user")
     after = min(t["at"] for t in turns[at:] if t["role"] == "user" and t["at"])
-    if (bp.get("negative") or {}).get("at"):
-        after = min(after, bp["negative"]["at"])
     max_shift: int | None = None
     if bp["dimension"] == "temporal_grounding":
         max_shift = 0
         if (bp.get("timing") or {}).get("kind") == "absolute":
-            first = _parse(turns[0]["at"])
+            # the constraint stays on its own day, no earlier than ``earliest_same_day`` ("tonight" keeps its meaning)
+            first = _parse(next(t["at"] for t in turns if t["role"] == "user" and t["kind"] == "constraint"))
             earliest = datetime.combine(first.date(), datetime.strptime(earliest_same_day, "%H:%M").time())
             max_shift = max(0, int((first - earliest).total_seconds() // 60))
     return Window(before, after, max_shift)

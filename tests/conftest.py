@@ -35,6 +35,12 @@ def run_cli(*args: str, cwd: Path = REPO, env: dict | None = None, timeout: int 
                           text=True, timeout=timeout)
 
 
+def pool_path(blueprints: Path, topic: str) -> Path:
+    """The YAML file of a blueprint's thematic pool: its own story (``stories/``) or a shared filler pool."""
+    story = blueprints / "stories" / f"{topic}.yaml"
+    return story if story.exists() else blueprints / "fillers" / f"{topic}.yaml"
+
+
 def config_args() -> list[str]:
     """``--config FILE`` when TRIGGERBENCH_TEST_CONFIG points at a smaller corpus (development only)."""
     config = os.environ.get("TRIGGERBENCH_TEST_CONFIG")

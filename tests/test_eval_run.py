@@ -45,6 +45,7 @@ PARAPHRASE = "PARAPHRASE of the fact"
 def _pick_blueprints(target: Path) -> None:
     source = REPO / "blueprints"
     shutil.copytree(source / "fillers", target / "fillers")
+    shutil.copytree(source / "stories", target / "stories")
     for dimension in ("attention_recovery", "safe_coding", "state_tracking", "temporal_grounding"):
         (target / dimension).mkdir()
         for path in sorted((source / dimension).glob("*.yaml"))[:2]:

@@ -30,7 +30,7 @@ from stages.load_blueprints import LoadFillers
 from stages.oracles.prompts import ASSISTANT_PROMPT, JUDGE_PROMPT
 from stages.scale import Scale
 from stages.variants import Variants
-from tests.conftest import run_cli
+from tests.conftest import pool_path, run_cli
 from tests.servers.llama import LlamaServer, llama_server  # noqa: F401 - the fixture
 from tests.servers.scripted import Reply, ScriptedServer
 
@@ -346,10 +346,10 @@ def forward_to(base_url: str) -> Any:
 
 
 def two_seed_corpus(root: Path) -> Path:
-    """The taxi and train seeds with their filler pools, copied from the corpus (short prompts for 2 CPU cores)."""
+    """The taxi and train seeds with their story or filler pools, copied from the corpus (short prompts for 2 CPU cores)."""
     for source in (TAXI, TRAIN):
         topic = seed(source).topic
-        for path in (source, BLUEPRINTS / "fillers" / f"{topic}.yaml"):
+        for path in (source, pool_path(BLUEPRINTS, topic)):
             target = root / path.relative_to(BLUEPRINTS)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
