@@ -172,7 +172,7 @@ def test_mem0_fails_with_one_clear_line(release: Path, tmp_path: Path) -> None:
     done = run_cli("eval", str(release), "--config", "pm_base", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
                    "--out", str(tmp_path / "mem0"), "--memory", "mem0")
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.strip().count("\n") == 0 and "--memory mem0 is not available" in done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "--memory mem0 is not integrated" in done.stderr
     bad = run_cli("eval", str(release), "--config", "pm_base", "--model", "m", "--out", str(tmp_path / "x"),
                   "--memory", "rag", "--setting", "online")
     assert bad.returncode == 2 and "--memory works with --setting offline only" in bad.stderr

@@ -8,7 +8,7 @@ Instead of the whole stored dialogue the model sees a memory's view of it, then 
 - ``letta-sim``: a write-time curator (the evaluated model's endpoint) reads the dialogue in
   batches of turns and keeps an always-visible core memory of short facts; the model sees the
   core memory, the archival top-``K`` turns (as ``rag``) and the trigger;
-- ``mem0``: the ``mem0ai`` library; not runnable here (:data:`MEM0_BLOCKER`).
+- ``mem0``: the ``mem0ai`` library; not integrated (:data:`MEM0_BLOCKER` says why).
 
 For each row :class:`MemoryView` says which turns were in the context and whether the
 constraint reached the model (a constraint turn in the context, or a core fact naming one of
@@ -36,9 +36,9 @@ CORE_FACTS = 12  # facts kept in core memory at most
 CURATOR_MAX_TOKENS = 512
 MEMORIES = ("none", "rag", "letta-sim", "mem0")
 MEM0_BLOCKER = (
-    "--memory mem0 is not available: the mem0ai library sends its LLM calls through its own OpenAI "
-    "client, outside the project's request cache, so its runs would be neither resumable nor countable; "
-    "not integrated yet (use rag or letta-sim)"
+    "--memory mem0 is not integrated: mem0ai 2.2.1 runs offline (this endpoint, the bundled MiniLM, a local "
+    "qdrant) but sends its LLM calls through its own OpenAI client, outside the run's request cache, so a run "
+    "could neither resume nor count its requests; use rag or letta-sim"
 )
 
 
