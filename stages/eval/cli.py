@@ -33,6 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI)")
     parser.add_argument("--judge-model", help="judge model (default: --model)")
     parser.add_argument("--judge-base-url", help="judge endpoint (default: --base-url)")
+    parser.add_argument("--memory", default="none", metavar="MEMORY",
+                        help="none (default), rag, letta-sim or mem0: what the model sees of the history (offline only)")
     parser.add_argument("--setting", choices=SETTINGS, default="offline", help="offline (default), online or minimal")
     parser.add_argument("--limit", type=int, metavar="N", help="only the first N rows of each config")
     parser.add_argument("--concurrency", type=int, default=8, help="requests in flight at most (default 8)")
@@ -67,11 +69,14 @@ def run(args: argparse.Namespace) -> int:
         return _usage(f"missing {', '.join(missing)}")
     if args.concurrency < 1 or (args.limit is not None and args.limit < 1):
         return _usage("--concurrency and --limit must be at least 1")
+    if args.memory != "none" and args.setting != "offline":
+        return _usage("--memory works with --setting offline only")
     return _evaluate(args, head)
 
 
 def _evaluate(args: argparse.Namespace, source: str) -> int:
     from stages.eval.endpoint import EndpointError
+    from stages.eval.memory import MemoryError_, check_available
     from stages.eval.run import EvalOptions
     from stages.eval.session import RunDirError, Selection, run_eval
     from stages.eval.source import EvalSourceError
@@ -80,8 +85,13 @@ def _evaluate(args: argparse.Namespace, source: str) -> int:
         model=args.model, base_url=args.base_url or os.environ.get("OPENAI_BASE_URL"), judge_model=args.judge_model,
         judge_base_url=args.judge_base_url, setting=args.setting, temperature=args.temperature,
         max_tokens=args.max_tokens, concurrency=args.concurrency, timeout=args.timeout, seed=args.seed,
-        retry_failed=args.retry_failed,
+        retry_failed=args.retry_failed, memory=args.memory,
     )
+    try:
+        check_available(args.memory)
+    except MemoryError_ as error:
+        print(f"triggerbench eval: {error}", file=sys.stderr)
+        return 1
     selection = Selection(source=source, configs=tuple(args.config), split=args.split, revision=args.revision,
                           limit=args.limit)
     try:

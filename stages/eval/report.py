@@ -43,10 +43,18 @@ def _cell(lines: Sequence[Line], keys: dict[str, str], seed: int, resamples: int
         cell["pm_acc"] = _metric(lines, lambda x: float(x["correct"]), f"{name}/pm_acc", seed, resamples)
         positives = [x for x in lines if x["expected"] == "intervene"]
         cell["slot_match"] = _metric(positives, lambda x: x["slot_recall"], f"{name}/slot_match", seed, resamples)
+        if any(x.get("constraint_in_context") is not None for x in lines):
+            cell["constraint_retrieval"] = _metric(lines, _retrieved, f"{name}/constraint_retrieval", seed, resamples)
     else:
         cell["rm_acc"] = _metric(lines, lambda x: float(x["correct"]), f"{name}/rm_acc", seed, resamples)
         cell["string_match"] = _metric(lines, lambda x: float(bool(x["answer_matched"])), f"{name}/string_match", seed, resamples)
     return cell
+
+
+def _retrieved(line: Line) -> float | None:
+    """1 when the memory put the constraint (a turn, or a core fact from it) in the model's context."""
+    hit = line.get("constraint_in_context")
+    return None if hit is None else float(hit)
 
 
 def variant_groups(lines: Sequence[Line]) -> list[tuple[str, list[Line]]]:
@@ -141,11 +149,27 @@ def markdown(results: dict[str, Any]) -> str:
             for c in own:
                 lines.append(f"| {c['dimension']} | {c['n']} | {c['failed']} | {_pct(c['rm_acc'])} | {_pct(c['string_match'])} |")
         lines.append("")
+        lines += _memory_table(results, own)
     rows = results["rows"]
     lines += ["## Rows", "", f"{rows['total']} rows, {rows['failed']} failed (counted as wrong)."]
     lines += [f"- `{reason}`: {count}" for reason, count in rows["failure_reasons"].items()]
     lines += ["", "![accuracy against context length](accuracy_vs_context.png)", ""]
     return "\n".join(lines)
+
+
+def _memory_table(results: dict[str, Any], own: Sequence[dict[str, Any]]) -> list[str]:
+    """Constraint retrieval rate beside accuracy per dimension (Table 14 view), memory runs only."""
+    kind = (results.get("memory") or {}).get("kind", "none")
+    if kind == "none" or not any(c.get("constraint_retrieval") for c in own):
+        return []
+    out = [f"Memory `{kind}`: constraint retrieval (constraint turn or a core fact from it in the context).", "",
+           "| dimension | constraint retrieval | All-Pos PM | Neg-Clean PM |", "|---|---:|---:|---:|"]
+    for dimension in dict.fromkeys(c["dimension"] for c in own):
+        by_variant = {c["variant"]: c for c in own if c["dimension"] == dimension}
+        values = [by_variant["all"].get("constraint_retrieval"), (by_variant.get("all_positive") or {}).get("pm_acc"),
+                  (by_variant.get("neg_clean") or {}).get("pm_acc")]
+        out.append(f"| {dimension} | " + " | ".join(_pct(v) for v in values) + " |")
+    return [*out, ""]
 
 
 def plot(results: dict[str, Any], path: Path) -> None:

@@ -24,6 +24,8 @@ SCHEMA = pa.schema([
     ("judge_prompt_hash", pa.string()), ("judge_request", pa.string()), ("verdict", pa.string()),
     ("reason", pa.string()), ("answer_matched", pa.bool_()), ("slot_recall", pa.float64()),
     ("correct", pa.bool_()), ("status", pa.string()), ("failure", pa.string()), ("failure_detail", pa.string()),
+    ("memory", pa.string()), ("memory_retrieved", pa.string()), ("memory_context_turns", pa.string()),
+    ("memory_core", pa.string()), ("constraint_in_context", pa.bool_()),
 ])
 
 
@@ -50,8 +52,17 @@ def record_line(record: Record, options: EvalOptions) -> dict[str, Any]:
         "judge_request": _json(record.judge_request), "verdict": record.verdict, "reason": record.reason,
         "answer_matched": record.answer_matched, "slot_recall": record.slot_recall, "correct": record.correct,
         "status": "failed" if record.failure else "ok", "failure": record.failure,
-        "failure_detail": record.failure_detail,
+        "failure_detail": record.failure_detail, **_memory_columns(record, options),
     }
+
+
+def _memory_columns(record: Record, options: EvalOptions) -> dict[str, Any]:
+    """What the memory showed the model: top-k turn indices, every context turn, core facts, constraint hit."""
+    view = record.memory_view
+    return {"memory": options.memory, "memory_retrieved": _json(view.retrieved) if view else None,
+            "memory_context_turns": _json(view.context_turns) if view else None,
+            "memory_core": _json(view.core) if view else None,
+            "constraint_in_context": view.constraint_in_context if view else None}
 
 
 def write_responses(path: Path, records: list[Record], options: EvalOptions) -> None:

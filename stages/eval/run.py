@@ -23,7 +23,7 @@ from tqdm import tqdm
 from pipeline.hashing import sha256_json
 from pipeline.llm import ChatRequest, LLMClient, LLMConfig, LLMResult, RequestCache
 from pipeline.seeding import derive_seed
-from stages.eval import judge, prompts, scorers
+from stages.eval import judge, memory, prompts, scorers
 from stages.eval.endpoint import EndpointCheck, needs_network
 
 CACHE_FILE = "requests.sqlite"
@@ -75,6 +75,7 @@ class EvalOptions:
     timeout: float = 120.0
     seed: int = 0
     retry_failed: bool = False
+    memory: str = "none"
 
     @property
     def judge_name(self) -> str:
@@ -104,6 +105,8 @@ class Record:
     correct: bool = False
     failure: str | None = None
     failure_detail: str | None = None
+    memory_view: memory.MemoryView | None = None
+    core: list[str] = field(default_factory=list)
 
     def fail(self, step: str, result: LLMResult) -> None:
         self.failure = f"{step}:{result.error or 'failed'}"
@@ -195,10 +198,15 @@ def _online_round(options: EvalOptions, clients: Clients, records: list[Record],
             record.fail("online_reply", result)
 
 
-def _answer(options: EvalOptions, clients: Clients, records: list[Record], progress: Progress) -> None:
+def _answer(options: EvalOptions, clients: Clients, records: list[Record], progress: Progress,
+            retriever: memory.Retriever | None = None) -> None:
     todo = [r for r in records if r.failure is None]
     for record in todo:
-        record.request = prompts.model_messages(record.row, options.setting, record.online)
+        if retriever is not None:
+            record.memory_view = memory.view(record.row, memory.top_k_turns(record.row, retriever.embed), record.core)
+            record.request = record.memory_view.messages
+        else:
+            record.request = prompts.model_messages(record.row, options.setting, record.online)
         record.prompt_hash = sha256_json(record.request)
     requests = [_model_request(options, r.request or [], r.row["id"]) for r in todo]
     for record, result in zip(todo, _send(clients, clients.model, requests, progress, "model")):
@@ -208,6 +216,19 @@ def _answer(options: EvalOptions, clients: Clients, records: list[Record], progr
             record.response = result.text or ""
         else:
             record.fail("model", result)
+
+
+def _curate(clients: Clients, records: list[Record], progress: Progress) -> None:
+    """Letta-Sim's write-time curator: one round per batch index, rows in parallel, core memory carried."""
+    batches = {id(r): memory.curator_batches(r.row) for r in records}
+    for round_index in range(max((len(b) for b in batches.values()), default=0)):
+        todo = [r for r in records if r.failure is None and len(batches[id(r)]) > round_index]
+        requests = [memory.curator_request(r.row, batches[id(r)][round_index], r.core, r.row["id"]) for r in todo]
+        for record, result in zip(todo, _send(clients, clients.model, requests, progress, "curator")):
+            if result.ok and result.data is not None:
+                record.core = memory.updated_core(result.parsed(memory.CoreMemory))
+            else:
+                record.fail("curator", result)
 
 
 def _judge_request(record: Record) -> ChatRequest | None:
@@ -249,18 +270,24 @@ def _score(record: Record) -> None:
 
 
 def evaluate(records: list[Record], options: EvalOptions, run_dir: Path, chunk: int | None = None,
-             on_chunk: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Fill every record in place; returns this invocation's request statistics."""
+             on_chunk: Callable[[int], None] | None = None, retriever: memory.Retriever | None = None) -> dict[str, Any]:
+    """Fill every record in place; returns this invocation's request statistics.
+
+    ``retriever`` (for ``options.memory`` rag / letta-sim) replaces the stored dialogue by the memory's view.
+    """
     clients = Clients.open(options, run_dir)
     size = chunk or max(64, options.concurrency * 4)
     rounds = max((len(prompts.online_turns(r.row)) for r in records), default=0) if options.setting == "online" else 0
-    progress = Progress(len(records) * (2 + rounds), clients)
+    curation = sum(len(memory.curator_batches(r.row)) for r in records) if options.memory == "letta-sim" else 0
+    progress = Progress(len(records) * (2 + rounds) + curation, clients)
     try:
         for start in range(0, len(records), size):
             part = records[start : start + size]
             for round_index in range(rounds):
                 _online_round(options, clients, part, round_index, progress)
-            _answer(options, clients, part, progress)
+            if options.memory == "letta-sim":
+                _curate(clients, part, progress)
+            _answer(options, clients, part, progress, retriever)
             _judge(clients, part, progress)
             for record in part:
                 _score(record)

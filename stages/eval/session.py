@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.llm import safe_endpoint
+from stages.eval import memory
 from stages.eval.report import summarize, write_report
 from stages.eval.responses import record_line, write_responses
 from stages.eval.run import EvalOptions, Record, evaluate, records_for
@@ -46,7 +47,8 @@ class Outcome:
 def _identity(selection: Selection, options: EvalOptions, release_name: str) -> dict[str, Any]:
     return {"release": release_name, "revision": selection.revision, "split": selection.split,
             "setting": options.setting, "model": options.model, "judge_model": options.judge_name,
-            "temperature": options.temperature, "max_tokens": options.max_tokens, "seed": options.seed}
+            "temperature": options.temperature, "max_tokens": options.max_tokens, "seed": options.seed,
+            **({"memory": options.memory} if options.memory != "none" else {})}
 
 
 def _claim(run_dir: Path, identity: dict[str, Any]) -> None:
@@ -73,10 +75,15 @@ def run_eval(selection: Selection, options: EvalOptions, run_dir: Path, resample
         records += records_for(config, config_kind(config), selection.split, rows)
     identity = _identity(selection, options, source.name)
     _claim(run_dir, identity)
-    stats = evaluate(records, options, run_dir, chunk=chunk)
+    retriever = memory.open_retriever(run_dir) if memory.needs_retriever(options.memory) else None
+    try:
+        stats = evaluate(records, options, run_dir, chunk=chunk, retriever=retriever)
+    finally:
+        if retriever is not None:
+            retriever.close()
     write_responses(run_dir / "responses.parquet", records, options)
     meta = {**identity, "source": selection.source, "configs": list(dict.fromkeys(selection.configs)),
-            "limit": selection.limit}
+            "limit": selection.limit, "memory": memory.describe(options.memory, retriever)}
     results = summarize([record_line(r, options) for r in records], meta, seed=options.seed, resamples=resamples)
     write_report(run_dir, results)
     shown = {k: v for k, v in asdict(options).items() if k != "api_key"}
