@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,6 @@ LIMIT = "12"
 def release(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
     root = tmp_path_factory.mktemp("memory_release")
     _pick_blueprints(root / "blueprints")
-    shutil.copytree(REPO / "blueprints" / "stories", root / "blueprints" / "stories")  # story filler pools
     config = yaml.safe_load((REPO / "configs" / "default.yaml").read_text())
     config.update(blueprints="blueprints")
     config["stages"]["scale"]["max_per_seed"] = 2
