@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
 from tests.servers.scripted import Reply, ScriptedServer
-from tests.test_eval_run import _pick_blueprints, _rows
+from tests.test_eval_run import build_small_release, _rows
 
 pytestmark = pytest.mark.slow
 
@@ -31,17 +30,7 @@ LIMIT = "12"
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
-    root = tmp_path_factory.mktemp("memory_release")
-    _pick_blueprints(root / "blueprints")
-    config = yaml.safe_load((REPO / "configs" / "default.yaml").read_text())
-    config.update(blueprints="blueprints")
-    config["stages"]["scale"]["max_per_seed"] = 2
-    config["distractors"].update(dir=str(shared_data), lengths=[20000])
-    (root / "config.yaml").write_text(yaml.safe_dump(config))
-    result = run_cli("build", "--config", str(root / "config.yaml"), "--limit", "10", "--out", str(root / "out"),
-                     "--cache-dir", str(root / "cache"))
-    assert result.returncode == 0, result.stderr[-3000:]
-    return root / "out" / "0.1.0"
+    return build_small_release(tmp_path_factory.mktemp("memory_release"), shared_data)
 
 
 def _bundled_vectors(texts: list[str]) -> np.ndarray:

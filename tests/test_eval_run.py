@@ -58,7 +58,11 @@ def _pick_blueprints(target: Path) -> None:
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
-    root = tmp_path_factory.mktemp("eval_release")
+    return build_small_release(tmp_path_factory.mktemp("eval_release"), shared_data)
+
+
+def build_small_release(root: Path, shared_data: Path) -> Path:
+    """A ``--limit 10`` release of two seeds per dimension (20K long contexts), built through the CLI."""
     _pick_blueprints(root / "blueprints")
     config = yaml.safe_load((REPO / "configs" / "default.yaml").read_text())
     config.update(blueprints="blueprints")
