@@ -18,6 +18,7 @@ from pipeline.text import mentions, time_expressions
 MIN_STORY_EXCHANGES = 12
 MAX_FAMILIES_PER_STORY = 3
 REPLY_WORDS = (40, 240)  # story replies run 60-160 words; placed turns' replies must not stand out
+PARITY_MARGIN = 3  # story turns needed on each side of a placed turn's length (and of its form)
 FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "my", "me", "we", "our", "us"})
 
 
@@ -63,8 +64,42 @@ def story_problems(bp: Blueprint, pool, families: int, slot_phrases: set[str]) -
     if bp.negative is not None and bp.negative.kind == "resolution" and bp.update is None:
         out.append(("update", "a resolution negative needs the benign 'update' exchange Pos-Clean carries in its "
                               "place (variant parity)", "parity-update"))
+    out += list(_parity_problems(bp, pool))
     out += _rm_problems(bp)
     return out
+
+
+def _placed_turns(bp: Blueprint) -> list[tuple[str, str, str | None]]:
+    """(field, user text, reply) of every turn the builder places among the story's exchanges."""
+    placed = [(f"constraints.{i}", c.text, c.reply) for i, c in enumerate(bp.constraints)]
+    if bp.negative is not None and bp.negative.kind == "resolution":
+        placed.append(("negative", bp.negative.text, bp.negative.reply))
+    if bp.update is not None:
+        placed.append(("update", bp.update.text, bp.update.reply))
+    return placed
+
+
+def _parity_problems(bp: Blueprint, pool) -> Iterator[tuple[str, str, str]]:
+    """A placed turn must sit inside the story's own spread: at least ``PARITY_MARGIN`` story user turns
+    longer and as many shorter (words), the same for its reply, and as many story user turns of its own
+    form (with or without a question mark), so that no length or punctuation finder can single it out."""
+    users = [_words(ex.user) for ex in pool.exchanges]
+    replies = [_words(ex.assistant) for ex in pool.exchanges]
+    questions = sum("?" in ex.user for ex in pool.exchanges)
+    for field, text, reply in _placed_turns(bp):
+        for side, words, spread in (("text", _words(text), users), ("reply", _words(reply or ""), replies)):
+            if reply is None and side == "reply":
+                continue
+            longer, shorter = sum(w > words for w in spread), sum(w < words for w in spread)
+            if longer < PARITY_MARGIN or shorter < PARITY_MARGIN:
+                yield (f"{field}.{side}", f"{words} words, but the story has {longer} longer and {shorter} shorter "
+                       f"{'user turns' if side == 'text' else 'replies'}; need {PARITY_MARGIN} of each, so length "
+                       "does not mark this turn (lengthen or shorten it, or vary the story's)", "story-length-parity")
+        asks = "?" in text
+        same = questions if asks else len(pool.exchanges) - questions
+        if same < PARITY_MARGIN:
+            yield (f"{field}.text", f"{'asks a question' if asks else 'asks nothing'}, like only {same} story user "
+                   f"turns; need {PARITY_MARGIN} story turns of the same form", "story-form-parity")
 
 
 def _rm_problems(bp: Blueprint) -> list[tuple[str, str, str]]:
