@@ -82,6 +82,12 @@ def write_long_configs(writer: ReleaseWriter, stats: RowStats, base_groups: dict
                 writer.write_config(name, split, schema_for(name), long_rows, observe=stats.observer(name))
 
 
+def write_aime_probe(writer: ReleaseWriter, stats: RowStats, run: RunResult) -> None:
+    """The ``aime_probe`` config (test split only), when the stage had problems to pair."""
+    for (name, split), rows in sorted(group_rows(run.outputs["aime_probe"].items).items()):
+        writer.write_config(name, split, schema_for(name), rows)
+
+
 def write_week(writer: ReleaseWriter, run: RunResult) -> None:
     """``week/week.json`` and the flattened ``pmbench_week*`` configs."""
     from stages.week.release import week_configs
@@ -117,19 +123,26 @@ def distractor_section(run: RunResult) -> str:
     dimension_of = {item["id"]: item["blueprint"]["dimension"] for item in run.outputs["split"].items}
     lines += _semantic_table(stretch.items if stretch else [], dimension_of)
     unfillable: Counter[tuple[str, str]] = Counter()
+    too_short: Counter[tuple[str, str]] = Counter()
     for dropped in stretch.dropped if stretch else []:
-        if dropped.reason != "pool-too-small":
+        if dropped.reason not in ("pool-too-small", "time-window-too-short"):
             continue
         blueprint, _, context = dropped.item_id.partition("@")
-        unfillable[(dimension_of.get(blueprint, "?"), context)] += 1
+        (unfillable if dropped.reason == "pool-too-small" else too_short)[(dimension_of.get(blueprint, "?"), context)] += 1
+    if too_short:
+        lines.insert(0, _time_gap(too_short) + "\n")
     if unfillable:
         lines.insert(0, _coverage_gap(unfillable) + "\n")
-        lines += ["", "Blueprints whose corpus cannot fill a length (`pool-too-small`, listed in "
-                  "`exclusions/stretch.jsonl`) have no row at that length:", "",
-                  "| dimension | context | blueprints |", "|---|---|---|"]
+    if unfillable or too_short:
+        lines += ["", "Plans without a row (listed in `exclusions/stretch.jsonl`): `pool-too-small`, the corpus cannot "
+                  "fill the length; `time-window-too-short`, a deadline leaves too little time for a person to read and "
+                  "type the injected exchanges:", "",
+                  "| dimension | context | pool-too-small | time-window-too-short |", "|---|---|---|---|"]
         order = {name: index for index, name in enumerate(DIMENSION_ORDER)}
-        for (dimension, context), count in sorted(unfillable.items(), key=lambda kv: (order.get(kv[0][0], 9), int(kv[0][1][:-1]))):
-            lines.append(f"| {dimension} | {context} | {count} |")
+        for dimension, context in sorted(set(unfillable) | set(too_short),
+                                         key=lambda k: (order.get(k[0], 9), int(k[1][:-1]))):
+            lines.append(f"| {dimension} | {context} | {unfillable.get((dimension, context), 0)} | "
+                         f"{too_short.get((dimension, context), 0)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -148,6 +161,15 @@ def _coverage_gap(unfillable: Counter) -> str:
                       for dimension, _ in unfillable})
     return (f"> **Coverage gap**: the offline distractor corpora cannot fill {'; '.join(parts)} "
             f"(no rows at those lengths, reason `pool-too-small`). Filled from the Hub by: {'; '.join(sources)}.")
+
+
+def _time_gap(too_short: Counter) -> str:
+    """One quoted line naming the temporal-grounding rows a deadline keeps out of long contexts."""
+    parts = [f"{dimension} at {context}: {count} blueprints" for (dimension, context), count
+             in sorted(too_short.items(), key=lambda kv: (kv[0][0], int(kv[0][1][:-1])))]
+    return (f"> **Deadline gap**: {'; '.join(parts)} have no row (reason `time-window-too-short`): the time between "
+            "their constraint and trigger is fixed by the deadline and cannot hold that much conversation at a "
+            "person's pace. Seeds with longer deadlines (hours or days) fill these lengths.")
 
 
 def _semantic_table(plans: list[dict], dimension_of: dict[str, str]) -> list[str]:

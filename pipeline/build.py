@@ -36,7 +36,7 @@ from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult, run_stages, select
 from pipeline.stage import Stage, StageContext
 from pipeline.stats import RowStats
-from stages.distractors.resolve import default_dir, resolve
+from stages.distractors.resolve import DistractorSourceError, default_dir, resolve
 from stages.load_blueprints import corpus_digest
 from stages.audit import run_audit
 from stages.audit.shortcuts import ShortcutSettings, settings_from
@@ -100,12 +100,7 @@ def environment(config: BuildConfig, base: Path, llm: LLMClient | None) -> dict[
 
 def distractor_environment(config: BuildConfig, base: Path, options: BuildOptions) -> dict[str, Any]:
     """Resolve each dimension's distractor source (local directory, else Hub id, else an error)."""
-    if options.distractors_dir is not None:
-        directory: Path | None = options.distractors_dir.resolve()
-    elif config.distractors.dir:
-        directory = (base / config.distractors.dir).resolve()
-    else:
-        directory = default_dir(REPO_ROOT)
+    directory = _distractors_dir(config, base, options)
     routes, sources = {}, {}
     for key, names in sorted(config.distractors.sources.items()):
         resolved = resolve(key, names, directory)
@@ -113,6 +108,24 @@ def distractor_environment(config: BuildConfig, base: Path, options: BuildOption
         sources[resolved.name] = {"name": resolved.name, "kind": resolved.kind, "location": resolved.location,
                                   "files": list(resolved.files), "digest": resolved.digest}
     return {"routes": routes, "sources": sources}
+
+
+def _distractors_dir(config: BuildConfig, base: Path, options: BuildOptions) -> Path | None:
+    if options.distractors_dir is not None:
+        return options.distractors_dir.resolve()
+    if config.distractors.dir:
+        return (base / config.distractors.dir).resolve()
+    return default_dir(REPO_ROOT)
+
+
+def aime_environment(config: BuildConfig, base: Path, options: BuildOptions) -> dict[str, Any] | None:
+    """The AIME-2025 problems for ``aime_probe``: ``aime2025/*.jsonl`` in the distractors directory,
+    else the Hub dataset; None when neither is there (the stage then drops with ``no-aime-source``)."""
+    try:
+        found = resolve("aime_probe", ["aime2025"], _distractors_dir(config, base, options))
+    except DistractorSourceError:
+        return None
+    return {"kind": found.kind, "location": found.location, "files": list(found.files), "digest": found.digest}
 
 
 def shortcut_settings(config: BuildConfig) -> ShortcutSettings:
@@ -145,6 +158,8 @@ def build(options: BuildOptions) -> BuildOutcome:
         stages = select(_stages_of(config, options), options.only)
         if any(stage.name == "distractor_pool" for stage in stages):
             env["distractors"] = distractor_environment(config, base, options)
+        if any(stage.name == "aime_probe" for stage in stages):
+            env["aime"] = aime_environment(config, base, options)
         log.info("build %s seed %d: %d stages, cache %s", config.version, config.seed, len(stages), cache_dir)
 
         def make_context(stage: Stage) -> StageContext:
@@ -279,6 +294,8 @@ def write_release(config: BuildConfig, run: RunResult, out: Path, env: dict[str,
         base_groups = assemble.write_base_configs(writer, stats, run)
         if "stretch" in run.outputs:
             assemble.write_long_configs(writer, stats, base_groups, run)
+        if "aime_probe" in run.outputs:
+            assemble.write_aime_probe(writer, stats, run)
         if "pmbench_week" in run.outputs:
             assemble.write_week(writer, run)
         for name, output in run.outputs.items():

@@ -16,6 +16,7 @@ audits -> release.
 | variants | stages/variants.py | dialogue -> pm_base / explicit_base / rm_base rows |
 | distractor_pool | stages/distractors/pool.py | MultiWOZ / OpenThoughts / MATH / agent trajectories -> time-free snippets |
 | stretch | stages/stretch.py | dialogue -> one injection plan per target length (materialized at release) |
+| aime_probe | stages/aime_probe.py | Pos-Clean rows x AIME-2025 problems -> the reasoning-budget probe rows |
 | pmbench_week | stages/week/stage.py | PM-Bench seed -> the validated, perfect-play-audited week |
 
 The audit (``stages/audit``) runs on the written release; the release writer is
@@ -28,6 +29,7 @@ from pydantic import ValidationError
 
 from pipeline.config import BuildConfig, ConfigError
 from pipeline.stage import Stage
+from stages.aime_probe import AimeProbe
 from stages.dialogues import Dialogues
 from stages.distractors.pool import DistractorPool
 from stages.load_blueprints import LoadBlueprints, LoadFillers
@@ -39,7 +41,8 @@ from stages.week.stage import PMBenchWeekStage
 from stages.variants import Variants
 
 STAGE_CLASSES: tuple[type[Stage], ...] = (
-    LoadBlueprints, LoadFillers, Scale, Dedupe, Split, OracleSufficiency, OracleNecessity, Dialogues, Variants, DistractorPool, Stretch, PMBenchWeekStage,
+    LoadBlueprints, LoadFillers, Scale, Dedupe, Split, OracleSufficiency, OracleNecessity, Dialogues, Variants,
+    DistractorPool, Stretch, AimeProbe, PMBenchWeekStage,
 )
 
 

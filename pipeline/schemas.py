@@ -32,6 +32,10 @@ PM_SCHEMA = pa.schema([
     ("provenance", pa.string()),
 ])
 
+AIME_SCHEMA = PM_SCHEMA.append(pa.field("math_turn", pa.int32())).append(
+    pa.field("math_reply_turn", pa.int32())).append(pa.field("aime_id", pa.string())).append(
+    pa.field("aime_answer", pa.int32()))
+
 RM_SCHEMA = pa.schema([
     ("id", pa.string()),
     ("blueprint_id", pa.string()),
@@ -77,9 +81,11 @@ BLUEPRINT_SCHEMA = pa.schema([
 
 
 def schema_for(config: str) -> pa.Schema:
-    """The schema of a TriggerBench config name (``pm_*``, ``explicit_*``, ``rm_*``, ``blueprints``)."""
+    """The schema of a TriggerBench config name (``pm_*``, ``explicit_*``, ``rm_*``, ``aime_probe``, ``blueprints``)."""
     if config == "blueprints":
         return BLUEPRINT_SCHEMA
+    if config == "aime_probe":
+        return AIME_SCHEMA
     if config.startswith(("pm_", "explicit_")):
         return PM_SCHEMA
     if config.startswith("rm_"):

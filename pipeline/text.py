@@ -55,11 +55,14 @@ def mentions(text: str, phrase: str) -> bool:
 # stages/distractors: clock times, durations, parts of the day, weekdays, dates and relative days.
 _NUMBER = r"(?:\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|forty-five|half an?|a couple of|a few|several)"
 TIME_PATTERNS: dict[str, re.Pattern[str]] = {
-    "clock": re.compile(r"\b(?:[01]?\d|2[0-3])[:.][0-5]\d\b(?!\s*(?:pounds|gbp|£|%))|\b\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.)\b|\bo'clock\b|\bnoon\b|\bmidnight\b", re.I),
+    # 14:30 always; 9.30 only after a time word ("at 9.30"), so decimals and prices ($14.40, 0.25) are not times
+    "clock": re.compile(r"\b(?:[01]?\d|2[0-3]):[0-5]\d\b|\b(?:at|by|until|till|from|before|after|around)\s+"
+                        r"(?:[01]?\d|2[0-3])\.[0-5]\d\b(?!\s*(?:pounds|gbp|£|%))|\b\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.)\b"
+                        r"|\bo'clock\b|\bnoon\b|\bmidnight\b", re.I),
     "duration": re.compile(rf"\b{_NUMBER}[ -](?:minutes?|mins?|hours?|hrs?|seconds?|days?|weeks?|months?|years?)\b", re.I),
     "part_of_day": re.compile(r"\b(?:this|tomorrow|yesterday|in the|every|on \w+day)\s+(?:morning|afternoon|evening|night)\b|\btonight\b|\bovernight\b", re.I),
     "weekday": re.compile(r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)s?\b", re.I),
-    "date": re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:january|february|march|april|june|july|august|september|october|november|december)\s+\d{1,2}\b", re.I),
+    "date": re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b|\b(?:january|february|march|april|june|july|august|september|october|november|december)\s+\d{1,2}\b", re.I),
     "relative_day": re.compile(r"\b(?:today|tomorrow|yesterday|next week|last week)\b", re.I),
 }
 

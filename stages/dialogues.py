@@ -32,9 +32,11 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.bounds import CountRange
+from pipeline.hashing import combine, source_digest
 from pipeline.stage import Drop, Item, MapStage, StageContext
 from pipeline.text import mentions
 from stages.generate.fillers import FillerGenerator, FillerParams
+from stages import timing
 from stages.timing import TimingParams, TypingModel
 
 DEFAULT_FILLER = {
@@ -44,7 +46,6 @@ DEFAULT_FILLER = {
     "attention_recovery": (5, 6),
     "safe_coding": (3, 5),
 }
-MIN_GAP_SECONDS = 35.0  # no one reads a reply and types an answer faster
 ANCHOR_SHIFT_MINUTES = (-5, 4)  # the trigger (and a temporal constraint) move by a seeded amount in this range
 
 
@@ -62,6 +63,10 @@ class Dialogues(MapStage):
 
     def environment_keys(self) -> tuple[str, ...]:
         return ("llm", "blueprints_digest")
+
+    def code_version(self) -> str:
+        """This module and the typing model its timestamps come from."""
+        return combine(self.version, source_digest(type(self), timing))
 
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         self.pools = {item["pool"]["topic"]: item["pool"] for item in side_inputs["load_fillers"]}
@@ -198,7 +203,7 @@ def _assign_times(turns: list[dict], bp: dict, typing: TypingModel, rng: random.
     gaps = [0.0]
     for previous, current in zip(users, users[1:]):
         read = len(turns[previous + 1]["content"].split()) if turns[previous + 1]["role"] == "assistant" else 0
-        gaps.append(max(MIN_GAP_SECONDS, typing.gap(read, len(turns[current]["content"].split()), rng)))
+        gaps.append(typing.gap(read, len(turns[current]["content"].split()), rng))
     # anchors move by whole minutes plus the same seconds, mid-minute, so rounding never moves a minute
     shift = timedelta(minutes=_anchor_shift(bp, rng), seconds=rng.uniform(1, 58))
     trigger_at = datetime.strptime(bp["trigger"]["at"], TIME_FORMAT) + shift

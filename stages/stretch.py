@@ -159,11 +159,16 @@ class Stretch(MapStage):
             picked = [candidates[i]["messages"][start:end] for i, start, end in chosen]
             placement = self.model.place(_reading_and_writing(turns, at, picked), window.seconds,
                                          window.max_shift, ctx.rng(item["id"], str(length), "timing"))
+            if not placement.plausible(self.params.timing.min_gap_seconds):
+                plans.append(Dropped(plan_id_of(item, length), "time-window-too-short",
+                                     f"{placement.natural_seconds / 60:.0f} min of reading and typing do not fit the "
+                                     f"{window.seconds / 60 + placement.head_shift:.0f} min the deadline leaves"))
+                continue
             head_delta = _head_token_delta(turns[:at], placement.head_shift)
             stamps = window.stamps(placement)
             injected = (sum(sum(candidates[i]["tokens"][start:end]) for i, start, end in chosen)
                         + sum(map(prefix_tokens, stamps)) + head_delta)
-            plan_id = f"{item['id']}@{context_name(length)}"
+            plan_id = plan_id_of(item, length)
             if not (abs(low + injected - length) <= TOLERANCE * length and abs(high + injected - length) <= TOLERANCE * length):
                 plans.append(Dropped(plan_id, "pool-too-small", f"{source}: reached {low + injected} of {length} tokens"))
                 continue
@@ -214,6 +219,9 @@ class Stretch(MapStage):
         return kept, record, drops
 
 
+HEAD_ROOM_SECONDS = 60.0  # the block starts a minute after the stamp before it (whose seconds are unknown)
+
+
 @dataclass(frozen=True)
 class Window:
     """Where the injected user turns go: after ``before`` (the last user turn before the block), up to
@@ -225,11 +233,12 @@ class Window:
 
     @property
     def seconds(self) -> float:
-        return (_parse(self.after) - _parse(self.before)).total_seconds()
+        """The span the injected turns may use: from a minute after ``before`` to ``after``."""
+        return (_parse(self.after) - _parse(self.before)).total_seconds() - HEAD_ROOM_SECONDS
 
     def stamps(self, placement: Placement) -> list[str]:
         """Minute timestamps of the injected user turns (never past ``after``)."""
-        start = _parse(self.before) - timedelta(minutes=placement.head_shift)
+        start = _parse(self.before) - timedelta(minutes=placement.head_shift, seconds=-HEAD_ROOM_SECONDS)
         end = _parse(self.after)
         return [min(start + timedelta(seconds=offset), end).strftime(TIME_FORMAT) for offset in placement.offsets]
 
@@ -240,6 +249,11 @@ def _quantiles(values) -> dict[str, float] | None:
         return None
     p50, p95, top = np.percentile(values, [50, 95, 100])
     return {"p50": round(float(p50), 4), "p95": round(float(p95), 4), "max": round(float(top), 4)}
+
+
+def plan_id_of(item: Item, length: int) -> str:
+    """The id of one (dialogue, length) plan, as in ``exclusions/stretch.jsonl``."""
+    return f"{item['id']}@{context_name(length)}"
 
 
 def _parse(at: str) -> datetime:

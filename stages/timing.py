@@ -36,6 +36,7 @@ class TimingParams(BaseModel):
     short_break_minutes: float = 25.0  # median short break
     night_probability: float = 0.3  # a break is a night's sleep this often
     night_hours: float = 10.0  # median night break (evening to next morning)
+    min_gap_seconds: float = 35.0  # no one reads a reply and types an answer faster
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,11 @@ class Placement:
     head_shift: int  # whole minutes the turns before the window move back (0 when the window is long enough)
     scale: float  # 1.0, or the compression of the gaps when the window could not be widened enough
     natural_seconds: float  # the span the model wanted (injected turns plus the gap back to the fixed turn after)
+    shortest_gap_seconds: float = 0.0  # the smallest gap after compression
+
+    def plausible(self, min_gap_seconds: float) -> bool:
+        """Whether every gap, compressed or not, still leaves a person time to read and type."""
+        return self.shortest_gap_seconds >= min_gap_seconds - 1e-6
 
 
 class TypingModel:
@@ -55,24 +61,31 @@ class TypingModel:
         self.params = params or TimingParams()
 
     def gap(self, read_words: int, written_words: int, rng: random.Random) -> float:
-        """Seconds from one user turn to the next: think, read the reply, type the message, jittered."""
+        """Seconds from one user turn to the next: think, read the reply, type the message, jittered,
+        never under ``min_gap_seconds``."""
         p = self.params
         base = p.think_seconds + 60.0 * read_words / p.reading_wpm + 60.0 * written_words / p.typing_wpm
-        return base * rng.lognormvariate(0.0, p.jitter_sigma)
+        return max(p.min_gap_seconds, base * rng.lognormvariate(0.0, p.jitter_sigma))
 
     def gaps(self, exchanges: list[tuple[int, int]], rng: random.Random) -> list[float]:
         """One gap per ``(read_words, written_words)``, with breaks added after drawn sessions."""
-        p = self.params
-        out: list[float] = []
+        return [gap + pause for gap, pause in zip(*self._gaps_and_breaks(exchanges, rng))]
+
+    def _gaps_and_breaks(self, exchanges: list[tuple[int, int]], rng: random.Random) -> tuple[list[float], list[float]]:
+        """Reading-and-typing gaps, and the break (0 or a pause) that follows each."""
+        gaps: list[float] = []
+        breaks: list[float] = []
         active, session = 0.0, self._session(rng)
         for read, written in exchanges:
             gap = self.gap(read, written, rng)
             active += gap
+            pause = 0.0
             if active > session:
-                gap += self._break(rng)
+                pause = self._break(rng)
                 active, session = 0.0, self._session(rng)
-            out.append(gap)
-        return out
+            gaps.append(gap)
+            breaks.append(pause)
+        return gaps, breaks
 
     def _session(self, rng: random.Random) -> float:
         return 60.0 * self.params.session_minutes * rng.lognormvariate(0.0, 0.5)
@@ -90,10 +103,16 @@ class TypingModel:
         ``exchanges`` has one ``(read, written)`` pair per user turn that follows: each injected user
         turn, then the fixed user turn after the window. The window is ``window_seconds`` long; it may
         be widened by moving the turns before it back by at most ``max_shift_minutes`` (None: no
-        limit). What is still too long is compressed; a window longer than needed leaves the slack
-        before the fixed turn after it.
+        limit). When even the widest window cannot hold the gaps with breaks, the breaks are left out
+        (someone racing a deadline chats on); what is still too long is compressed, and
+        :meth:`Placement.plausible` says whether the compressed gaps still leave time to read and
+        type. A window longer than needed leaves the slack before the fixed turn after it.
         """
-        gaps = self.gaps(exchanges, rng)
+        typing, breaks = self._gaps_and_breaks(exchanges, rng)
+        gaps = [gap + pause for gap, pause in zip(typing, breaks)]
+        room_at_most = math.inf if max_shift_minutes is None else window_seconds + 60.0 * max(0, max_shift_minutes)
+        if sum(gaps) > room_at_most:  # a fixed window (a deadline): the person chats on without breaks
+            gaps = typing
         natural = sum(gaps)
         missing = max(0.0, natural - window_seconds)
         shift = math.ceil(missing / 60.0)
@@ -105,4 +124,4 @@ class TypingModel:
         for gap in gaps[:-1]:
             clock += gap * scale
             offsets.append(clock)
-        return Placement(tuple(offsets), shift, scale, natural)
+        return Placement(tuple(offsets), shift, scale, natural, min(gaps, default=0.0) * scale)

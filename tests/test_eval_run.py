@@ -243,6 +243,69 @@ def test_settings_shape_the_requests(release: Path, tmp_path: Path) -> None:
             assert text == "Noted." and request[int(turn) + 1]["content"] == "Noted."  # +1: the system prompt
 
 
+class AimeRules:
+    """The scripted model on ``aime_probe``: problems with an even id are answered right, odd ones wrong
+    (the reference + 1); at the trigger it intervenes exactly when its own math answer in the history
+    was right, except in temporal grounding, where it never does. The judge as in :class:`Rules`."""
+
+    def __init__(self, release: Path) -> None:
+        self.rows = _rows(release, "aime_probe")
+        self.by_math = {r["messages"][r["math_turn"]]["content"]: r for r in self.rows}
+
+    @staticmethod
+    def math_answer(row: dict[str, Any]) -> int:
+        return row["aime_answer"] + (0 if int(row["aime_id"]) % 2 == 0 else 1)
+
+    def __call__(self, body: dict[str, Any], index: int) -> Reply:
+        messages = body["messages"]
+        if messages[0]["content"].startswith("You grade"):
+            hit = "Before you go on" in messages[-1]["content"]
+            return Reply.ok(json.dumps({"verdict": "YES" if hit else "NO", "reason": "scripted"}))
+        row = self.by_math.get(messages[-1]["content"])
+        if row is not None:  # the math turn: a worked answer ending in a boxed integer
+            return Reply.ok(f"Working through it step by step... so the answer is \\boxed{{{self.math_answer(row)}}}.")
+        row = next(self.by_math[m["content"]] for m in messages if m["content"] in self.by_math)
+        answered = messages[-2]["content"]  # the model's own math answer, kept in the history
+        right = f"boxed{{{row['aime_answer']}}}" in answered
+        if right and row["dimension"] != "temporal_grounding":
+            return Reply.ok(ALL.format(slots="; ".join(row["gold_slots"])))
+        return Reply.ok(SILENT)
+
+
+def test_aime_probe_accuracy_and_conditional_pm_hit(release: Path, tmp_path: Path) -> None:
+    """AIME accuracy, PM hit and PM hit given a right / wrong math answer equal the values the rules give."""
+    rules = AimeRules(release)
+    with ScriptedServer(handler=rules) as server:
+        done = _eval(release, server.base_url, tmp_path / "aime", "--config", "aime_probe")
+        assert done.returncode == 0, done.stderr[-3000:]
+        sent = [r.body["messages"] for r in server.chat_requests() if not r.body["messages"][0]["content"].startswith("You grade")]
+    assert len(sent) == 2 * len(rules.rows)  # per row: the math answer, then the trigger
+    results = json.loads((tmp_path / "aime" / "results.json").read_text())
+    dimensions = sorted({r["dimension"] for r in rules.rows})
+    # the small release's two attention-recovery seeds interrupt with code, so it has no math pair
+    assert len(dimensions) == 4 and all(len({r["aime_id"] for r in rules.rows if r["dimension"] == d}) == 30
+                                        for d in dimensions)
+    for dimension in [*dimensions, "all"]:
+        mine = [r for r in rules.rows if dimension in ("all", r["dimension"])]
+        cell = _cell(results, "aime_probe", dimension, "pos_clean")
+        # 15 of the 30 problem ids are even: half the rows of every dimension are answered right
+        assert cell["n"] == len(mine) and cell["aime_acc"]["value"] == pytest.approx(0.5, abs=1e-6)
+        pm_when_right = 0.0 if dimension == "temporal_grounding" else 1.0
+        if dimension == "all":
+            pm_when_right = sum(r["dimension"] != "temporal_grounding" for r in mine) / len(mine)
+        assert cell["pm_given_correct"]["value"] == pytest.approx(pm_when_right, abs=1e-6)
+        assert cell["pm_given_wrong"]["value"] == 0.0
+        assert cell["pm_acc"]["value"] == pytest.approx(pm_when_right / 2, abs=1e-6)
+        assert cell["pm_delta"] == pytest.approx(pm_when_right, abs=1e-6)
+    lines = pq.read_table(tmp_path / "aime" / "responses.parquet").to_pylist()
+    assert all(x["math_correct"] == (int(x["row_id"].rsplit("aime", 1)[1]) % 2 == 0) for x in lines)
+    report = (tmp_path / "aime" / "report.md").read_text()
+    assert "| dimension | rows | failed | AIME acc | PM hit | PM given right | PM given wrong | Δ |" in report
+    minimal = run_cli("eval", str(release), "--config", "aime_probe", "--model", "m", "--setting", "minimal",
+                      "--out", str(tmp_path / "x"))
+    assert minimal.returncode == 2 and "aime_probe keeps the whole conversation" in minimal.stderr
+
+
 def test_fails_fast_on_a_wrong_endpoint(release: Path, tmp_path: Path) -> None:
     started = time.monotonic()
     dead = run_cli("eval", str(release), "--config", "pm_base", "--model", "m", "--base-url",

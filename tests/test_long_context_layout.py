@@ -80,9 +80,11 @@ def test_insert_index_needs_user_turns_and_replies() -> None:
 
 def test_typing_model_gaps_grow_with_words_and_are_seeded() -> None:
     model = TypingModel()
-    short = [model.gap(10, 5, random.Random(k)) for k in range(200)]
+    tiny = [model.gap(10, 5, random.Random(k)) for k in range(200)]
+    short = [model.gap(60, 20, random.Random(k)) for k in range(200)]
     long = [model.gap(300, 60, random.Random(k)) for k in range(200)]
-    assert sorted(long)[100] > 3 * sorted(short)[100]
+    assert min(tiny) == model.params.min_gap_seconds  # nobody reads and answers faster than the floor
+    assert sorted(long)[100] > 2 * sorted(short)[100]
     assert len({round(g) for g in short}) > 20  # jittered, not a few round values
     exchanges = [(40, 12)] * 3000
     first = model.gaps(exchanges, random.Random(7))

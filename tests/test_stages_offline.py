@@ -74,8 +74,11 @@ def through_split(root: Path, dedupe: dict | None = None, split: dict | None = N
 @pytest.fixture(scope="module")
 def two(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Two seeds (one state tracking, one logical adherence) through ``variants``."""
-    root = corpus(tmp_path_factory.mktemp("two-seeds"), BADGE, CAKE)
-    out = through_split(root)
+    return through_variants(corpus(tmp_path_factory.mktemp("two-seeds"), BADGE, CAKE))
+
+
+def through_variants(root: Path, split: dict | None = None) -> dict[str, StageOutput]:
+    out = through_split(root, split=split)
     env = {"llm": "offline-rules", "blueprints_digest": corpus_digest(root)}
     sufficiency = run(OracleSufficiency(), {"split": out["split"].items}, env)
     necessity = run(OracleNecessity(), {"oracle_sufficiency": sufficiency.items}, env)
@@ -288,6 +291,36 @@ def test_stretch_plans_land_within_one_percent_and_keep_the_base_text(two: dict[
             injected = " ".join(long_row["messages"][k]["content"] for k in long_row.get("injected_turns", [])).lower()
             for slot in gold[plan["blueprint_id"]]:
                 assert not re.search(rf"\b{re.escape(slot.lower())}\b", injected)
+
+
+def _most_user_turns_in_one_minute(messages: list[dict]) -> int:
+    return max(Counter(STAMP.match(m["content"]).group(1) for m in messages if m["role"] == "user").values())
+
+
+def test_stretched_rows_keep_a_persons_pace(two: dict[str, Any], snippets: dict[str, Any]) -> None:
+    """Injected exchanges get at least the typing model's floor between user turns: never 3 in one minute."""
+    out = run(Stretch({"lengths": (20000,)}), {"dialogues": two["dialogues"].items, "distractor_pool": snippets["pool"].items},
+              snippets["env"])
+    by_id = {s["id"]: s for s in snippets["pool"].items}
+    assert out.items
+    for plan in out.items:
+        row = next(r for r in two["variants"].items if r["blueprint_id"] == plan["blueprint_id"] and r["config"] == "pm_base")
+        long_row = materialize(row, plan, by_id)
+        assert len(long_row.get("injected_turns", [])) > 100
+        assert _most_user_turns_in_one_minute(long_row["messages"]) <= 2, plan["id"]
+
+
+def test_stretch_drops_a_deadline_window_no_person_could_fill(tmp_path: Path, snippets: dict[str, Any]) -> None:
+    """A 40-minute relative deadline cannot hold 20K tokens of conversation: the plan is dropped with
+    ``time-window-too-short`` instead of packing hundreds of user turns into one minute."""
+    out = through_variants(corpus(tmp_path, "temporal_grounding/tg-rel-gel-run.yaml"))
+    env = {**snippets["env"], "distractors": {**snippets["env"]["distractors"],
+                                              "routes": {"temporal_grounding": "multiwoz"}}}
+    stretched = run(Stretch({"lengths": (20000,)}), {"dialogues": out["dialogues"].items,
+                                                     "distractor_pool": snippets["pool"].items}, env)
+    assert not stretched.items and len(stretched.dropped) == len(out["dialogues"].items) > 0
+    assert {d.reason for d in stretched.dropped} == {"time-window-too-short"}
+    assert all("min of reading and typing do not fit" in d.detail for d in stretched.dropped)
 
 
 def test_stretch_drops_a_length_the_pool_cannot_reach(two: dict[str, Any], snippets: dict[str, Any]) -> None:

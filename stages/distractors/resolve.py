@@ -21,11 +21,13 @@ LOCAL_PATTERNS: dict[str, tuple[str, ...]] = {
     "openthoughts": ("openthoughts/*.jsonl", "openthoughts/*.parquet"),
     "math": ("math/*.jsonl",),
     "swe-agent": ("trajectories/**/*.traj", "trajectories/**/*.messages.json"),
+    "aime2025": ("aime2025/*.jsonl",),  # not a distractor: the problems of the aime_probe config
 }
 HUB_IDS: dict[str, str] = {
     "multiwoz": "pfb30/multi_woz_v22",
     "openthoughts": "open-thoughts/OpenThoughts-114k",
     "math": "EleutherAI/hendrycks_math",
+    "aime2025": "math-ai/aime25",
 }
 
 

@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         return _usage("--concurrency and --limit must be at least 1")
     if args.memory != "none" and args.setting != "offline":
         return _usage("--memory works with --setting offline only")
+    if "aime_probe" in args.config and (args.setting == "minimal" or args.memory != "none"):
+        return _usage("aime_probe keeps the whole conversation: --setting offline or online, no --memory")
     return _evaluate(args, head)
 
 

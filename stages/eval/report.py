@@ -39,7 +39,9 @@ def _cell(lines: Sequence[Line], keys: dict[str, str], seed: int, resamples: int
     kind = config_kind(keys["config"])
     cell: dict[str, Any] = {**keys, "n": len(lines), "failed": sum(1 for x in lines if x["status"] == "failed"),
                             "families": len({x["seed_id"] for x in lines})}
-    if kind == "pm":
+    if kind == "aime":
+        cell |= _aime_metrics(lines, name, seed, resamples)
+    elif kind == "pm":
         cell["pm_acc"] = _metric(lines, lambda x: float(x["correct"]), f"{name}/pm_acc", seed, resamples)
         positives = [x for x in lines if x["expected"] == "intervene"]
         cell["slot_match"] = _metric(positives, lambda x: x["slot_recall"], f"{name}/slot_match", seed, resamples)
@@ -49,6 +51,26 @@ def _cell(lines: Sequence[Line], keys: dict[str, str], seed: int, resamples: int
         cell["rm_acc"] = _metric(lines, lambda x: float(x["correct"]), f"{name}/rm_acc", seed, resamples)
         cell["string_match"] = _metric(lines, lambda x: float(bool(x["answer_matched"])), f"{name}/string_match", seed, resamples)
     return cell
+
+
+def _aime_metrics(lines: Sequence[Line], name: str, seed: int, resamples: int) -> dict[str, Any]:
+    """AIME accuracy, PM hit, PM hit given a right / wrong math answer and their difference (Tables 16-17).
+
+    A row whose math request failed has no math answer: it counts as wrong in AIME accuracy and PM hit
+    and belongs to neither conditional group."""
+    right = [x for x in lines if x.get("math_correct") is True]
+    wrong = [x for x in lines if x.get("math_correct") is False]
+    pm = lambda x: float(x["correct"])  # noqa: E731
+    out = {"aime_acc": _metric(lines, lambda x: float(bool(x.get("math_correct"))), f"{name}/aime_acc", seed, resamples),
+           "pm_acc": _metric(lines, pm, f"{name}/pm_acc", seed, resamples),
+           "pm_given_correct": _metric(right, pm, f"{name}/pm_given_correct", seed, resamples),
+           "pm_given_wrong": _metric(wrong, pm, f"{name}/pm_given_wrong", seed, resamples),
+           "slot_match": _metric(lines, lambda x: x["slot_recall"], f"{name}/slot_match", seed, resamples)}
+    if out["pm_given_correct"] and out["pm_given_wrong"]:
+        out["pm_delta"] = round(out["pm_given_correct"]["value"] - out["pm_given_wrong"]["value"], 6)
+    else:
+        out["pm_delta"] = None
+    return out
 
 
 def _retrieved(line: Line) -> float | None:
@@ -75,6 +97,10 @@ def cells(lines: Sequence[Line], seed: int = 0, resamples: int = RESAMPLES) -> l
         dimensions = sorted({x["dimension"] for x in rows})
         for dimension in [*dimensions, "all"]:
             part = [x for x in rows if dimension in ("all", x["dimension"])]
+            if config_kind(config) == "aime":
+                out.append(_cell(part, {"config": config, "context": context, "dimension": dimension,
+                                        "variant": "pos_clean"}, seed, resamples))
+                continue
             if config_kind(config) == "rm":
                 out.append(_cell(part, {"config": config, "context": context, "dimension": dimension, "variant": "rm"},
                                  seed, resamples))
@@ -136,7 +162,9 @@ def markdown(results: dict[str, Any]) -> str:
     for config in dict.fromkeys(c["config"] for c in table):
         own = [c for c in table if c["config"] == config]
         lines += [f"## {config}", ""]
-        if config_kind(config) == "pm":
+        if config_kind(config) == "aime":
+            lines += _aime_table(own)
+        elif config_kind(config) == "pm":
             lines += ["| dimension | rows | failed | " + " | ".join(h for _, _, h in PM_COLUMNS) + " |",
                       "|---|---:|---:|" + "---:|" * len(PM_COLUMNS)]
             for dimension in dict.fromkeys(c["dimension"] for c in own):
@@ -155,6 +183,19 @@ def markdown(results: dict[str, Any]) -> str:
     lines += [f"- `{reason}`: {count}" for reason, count in rows["failure_reasons"].items()]
     lines += ["", "![accuracy against context length](accuracy_vs_context.png)", ""]
     return "\n".join(lines)
+
+
+def _aime_table(own: Sequence[dict[str, Any]]) -> list[str]:
+    """The reasoning-budget probe: AIME accuracy and PM hit, overall and conditional on the math answer."""
+    out = ["AIME accuracy (final integer = reference), PM hit (intent judge), PM hit given a right / wrong math "
+           "answer, and their difference (TriggerBench Tables 16-17).", "",
+           "| dimension | rows | failed | AIME acc | PM hit | PM given right | PM given wrong | Δ |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in own:
+        delta = "-" if c["pm_delta"] is None else f"{100 * c['pm_delta']:+.1f}"
+        out.append(f"| {c['dimension']} | {c['n']} | {c['failed']} | {_pct(c['aime_acc'])} | {_pct(c['pm_acc'])} | "
+                   f"{_pct(c['pm_given_correct'])} | {_pct(c['pm_given_wrong'])} | {delta} |")
+    return out
 
 
 def _memory_table(results: dict[str, Any], own: Sequence[dict[str, Any]]) -> list[str]:

@@ -26,6 +26,7 @@ SCHEMA = pa.schema([
     ("correct", pa.bool_()), ("status", pa.string()), ("failure", pa.string()), ("failure_detail", pa.string()),
     ("memory", pa.string()), ("memory_retrieved", pa.string()), ("memory_context_turns", pa.string()),
     ("memory_core", pa.string()), ("constraint_in_context", pa.bool_()),
+    ("math_response", pa.string()), ("math_answer", pa.int64()), ("math_correct", pa.bool_()),
 ])
 
 
@@ -53,6 +54,7 @@ def record_line(record: Record, options: EvalOptions) -> dict[str, Any]:
         "answer_matched": record.answer_matched, "slot_recall": record.slot_recall, "correct": record.correct,
         "status": "failed" if record.failure else "ok", "failure": record.failure,
         "failure_detail": record.failure_detail, **_memory_columns(record, options),
+        "math_response": record.math_response, "math_answer": record.math_answer, "math_correct": record.math_correct,
     }
 
 

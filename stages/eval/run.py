@@ -107,6 +107,9 @@ class Record:
     failure_detail: str | None = None
     memory_view: memory.MemoryView | None = None
     core: list[str] = field(default_factory=list)
+    math_response: str | None = None  # aime_probe: the model's own answer to the problem, kept in its history
+    math_answer: int | None = None
+    math_correct: bool | None = None
 
     def fail(self, step: str, result: LLMResult) -> None:
         self.failure = f"{step}:{result.error or 'failed'}"
@@ -198,6 +201,21 @@ def _online_round(options: EvalOptions, clients: Clients, records: list[Record],
             record.fail("online_reply", result)
 
 
+def _math_round(options: EvalOptions, clients: Clients, records: list[Record], progress: Progress) -> None:
+    """``aime_probe``: the model answers the problem in the conversation; its answer stays in the history."""
+    todo = [r for r in records if r.kind == "aime" and r.failure is None]
+    requests = [_model_request(options, prompts.online_prefix(r.row, int(r.row["math_reply_turn"]), r.online), r.row["id"])
+                for r in todo]
+    for record, result in zip(todo, _send(clients, clients.model, requests, progress, "math")):
+        if result.ok:
+            record.math_response = result.text or ""
+            record.online[int(record.row["math_reply_turn"])] = record.math_response
+            record.math_answer = scorers.aime_extract(record.math_response)
+            record.math_correct = record.math_answer == int(record.row["aime_answer"])
+        else:
+            record.fail("math", result)
+
+
 def _answer(options: EvalOptions, clients: Clients, records: list[Record], progress: Progress,
             retriever: memory.Retriever | None = None) -> None:
     todo = [r for r in records if r.failure is None]
@@ -205,6 +223,8 @@ def _answer(options: EvalOptions, clients: Clients, records: list[Record], progr
         if retriever is not None:
             record.memory_view = memory.view(record.row, memory.top_k_turns(record.row, retriever.embed), record.core)
             record.request = record.memory_view.messages
+        elif record.kind == "aime":  # the stored history with the model's own replies in (math, and online ones)
+            record.request = prompts.model_messages(record.row, "online", record.online)
         else:
             record.request = prompts.model_messages(record.row, options.setting, record.online)
         record.prompt_hash = sha256_json(record.request)
@@ -233,7 +253,7 @@ def _curate(clients: Clients, records: list[Record], progress: Progress) -> None
 
 def _judge_request(record: Record) -> ChatRequest | None:
     row, response, tag = record.row, record.response or "", record.row["id"]
-    if record.kind == "pm":
+    if record.kind in ("pm", "aime"):
         record.slot_recall = scorers.slot_match(response, row.get("gold_slots") or []) if row["expected"] == "intervene" else None
         return judge.pm_judge_request(row, response, tag)
     aliases = list(row.get("answer_aliases") or [])
@@ -260,7 +280,7 @@ def _judge(clients: Clients, records: list[Record], progress: Progress) -> None:
 
 
 def _score(record: Record) -> None:
-    if record.kind == "pm":
+    if record.kind in ("pm", "aime"):
         record.correct = record.failure is None and scorers.pm_correct(str(record.row["expected"]), record.verdict)
         unanswered = record.slot_recall is None and record.failure is not None
         if record.row["expected"] == "intervene" and unanswered and record.row.get("gold_slots"):
@@ -279,12 +299,14 @@ def evaluate(records: list[Record], options: EvalOptions, run_dir: Path, chunk: 
     size = chunk or max(64, options.concurrency * 4)
     rounds = max((len(prompts.online_turns(r.row)) for r in records), default=0) if options.setting == "online" else 0
     curation = sum(len(memory.curator_batches(r.row)) for r in records) if options.memory == "letta-sim" else 0
-    progress = Progress(len(records) * (2 + rounds) + curation, clients)
+    maths = sum(r.kind == "aime" for r in records)
+    progress = Progress(len(records) * (2 + rounds) + curation + maths, clients)
     try:
         for start in range(0, len(records), size):
             part = records[start : start + size]
             for round_index in range(rounds):
                 _online_round(options, clients, part, round_index, progress)
+            _math_round(options, clients, part, progress)
             if options.memory == "letta-sim":
                 _curate(clients, part, progress)
             _answer(options, clients, part, progress, retriever)

@@ -37,6 +37,27 @@ def answer_match(response: str | None, reference_answer: str, aliases: Sequence[
     return any(contains(response, phrase) for phrase in [reference_answer, *aliases])
 
 
+_BOXED = re.compile(r"\\boxed\s*\{([^{}]*)\}")
+_INTEGER = re.compile(r"-?\d[\d,]*")
+
+
+def aime_extract(response: str | None) -> int | None:
+    """The integer a response gives as its final answer: the last ``\\boxed{...}`` holding an integer,
+    else the last integer of the response (None when there is none)."""
+    text = response or ""
+    for boxed in reversed(_BOXED.findall(text)):
+        found = _INTEGER.findall(boxed)
+        if found:
+            return int(found[-1].replace(",", ""))
+    found = _INTEGER.findall(text)
+    return int(found[-1].replace(",", "")) if found else None
+
+
+def aime_correct(response: str | None, answer: int) -> bool:
+    """AIME accuracy of one response: its final integer equals the reference answer."""
+    return aime_extract(response) == int(answer)
+
+
 def pm_correct(expected: str, verdict: str | None) -> bool:
     """PM Acc of one row: an intervention where one is expected, silence where it is not.
 

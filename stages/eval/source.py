@@ -17,11 +17,13 @@ from typing import Any
 from stages.audit.reader import AuditSourceError, ReleaseSource, open_source
 
 PM_PREFIXES = ("pm_", "explicit_")
+AIME_CONFIG = "aime_probe"
 RM_PREFIX = "rm_"
 PM_COLUMNS = (
     "id", "seed_id", "blueprint_id", "dimension", "variant", "constraint_form", "context", "messages",
     "constraint_turns", "trigger_turn", "resolution_turn", "reference_intent", "gold_slots", "expected",
 )
+AIME_COLUMNS = (*PM_COLUMNS, "math_turn", "math_reply_turn", "aime_id", "aime_answer")
 RM_COLUMNS = (
     "id", "seed_id", "blueprint_id", "dimension", "context", "messages", "constraint_turns", "question",
     "reference_answer", "answer_aliases",
@@ -46,16 +48,18 @@ class EvalSource:
 
 
 def config_kind(config: str) -> str:
-    """``pm`` for ``pm_*`` / ``explicit_*``, ``rm`` for ``rm_*``; raises for anything else."""
+    """``pm`` for ``pm_*`` / ``explicit_*``, ``rm`` for ``rm_*``, ``aime`` for ``aime_probe``; raises for anything else."""
+    if config == AIME_CONFIG:
+        return "aime"
     if config.startswith(PM_PREFIXES):
         return "pm"
     if config.startswith(RM_PREFIX):
         return "rm"
-    raise EvalSourceError(f"config {config!r} cannot be evaluated: only pm_*, explicit_* and rm_* configs can")
+    raise EvalSourceError(f"config {config!r} cannot be evaluated: only pm_*, explicit_*, rm_* and aime_probe can")
 
 
 def _evaluable(names: list[str]) -> tuple[str, ...]:
-    return tuple(sorted(n for n in names if n.startswith((*PM_PREFIXES, RM_PREFIX))))
+    return tuple(sorted(n for n in names if n.startswith((*PM_PREFIXES, RM_PREFIX)) or n == AIME_CONFIG))
 
 
 def locate(source: str | Path, revision: str | None = None) -> EvalSource:
@@ -111,7 +115,7 @@ def read_rows(source: EvalSource, config: str, split: str, limit: int | None = N
     if config not in source.configs:
         known = ", ".join(source.configs) or "none"
         raise EvalSourceError(f"{source.release.source}: no config {config!r} (evaluable configs: {known})")
-    columns = PM_COLUMNS if config_kind(config) == "pm" else RM_COLUMNS
+    columns = {"pm": PM_COLUMNS, "aime": AIME_COLUMNS}.get(config_kind(config), RM_COLUMNS)
     try:
         dataset = _load_split(source, config, split)
     except ValueError as error:
