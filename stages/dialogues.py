@@ -87,10 +87,11 @@ class Dialogues(MapStage):
         wanted = rng.randint(low, high)
         if len(clean) < wanted:
             return Drop("too-little-filler", f"topic {bp['topic']!r} has {len(clean)} slot-free exchanges, need {wanted}")
-        picked = rng.sample(clean, wanted)
         story = pool.get("kind") == "story"
-        if story:
-            picked.sort()  # a story keeps the order a person would have it in
+        if story:  # a story keeps the order a person would have it in
+            picked = sorted(balanced_subset(clean, wanted, exchanges_all, placed_turns(bp), rng))
+        else:
+            picked = rng.sample(clean, wanted)
         exchanges, filler_ids, generated = [exchanges_all[i] for i in picked], [f"{bp['topic']}#{i}" for i in picked], {}
         if self.filler_llm is not None:
             exchanges, filler_ids, record = self.filler_llm.replace(item, exchanges, filler_ids, ctx, ctx.services["llm"])
@@ -108,6 +109,44 @@ class Dialogues(MapStage):
             "provenance": {**item["provenance"], "dialogues": self.code_version()[:12], "oracles": item.get("oracles"),
                            **generated},
         }]
+
+
+SUBSET_DRAWS = 48  # candidate story subsets per dialogue for the length balance
+
+
+def placed_turns(bp: dict) -> list[tuple[str, str | None]]:
+    """(user text, reply) of the turns placed among a story's exchanges: constraints and the parity update."""
+    placed = [(c["text"], c.get("reply")) for c in bp["constraints"]]
+    if bp.get("update"):
+        placed.append((bp["update"]["text"], bp["update"]["reply"]))
+    return placed
+
+
+def _rank(value: int, others: list[int]) -> float:
+    """Where ``value`` falls among ``others``: 0 shorter than all, 1 longer than all (ties count half)."""
+    return (sum(o < value for o in others) + 0.5 * sum(o == value for o in others)) / len(others)
+
+
+def balanced_subset(candidates: list[int], wanted: int, exchanges: list[dict], placed: list[tuple[str, str | None]],
+                    rng: random.Random) -> list[int]:
+    """``wanted`` story exchanges among which each placed turn (and its reply) ranks near a length
+    quantile drawn uniformly for it, so that neither the longest nor the shortest turn, nor any rank,
+    marks the constraint. Seeded: ``SUBSET_DRAWS`` candidate subsets, the closest one kept."""
+    targets = [(rng.random(), rng.random()) for _ in placed]
+    best, best_cost = None, float("inf")
+    for _ in range(SUBSET_DRAWS):
+        subset = rng.sample(candidates, wanted)
+        users = [len(exchanges[i]["user"].split()) for i in subset]
+        replies = [len(exchanges[i]["assistant"].split()) for i in subset]
+        cost = 0.0
+        for (text, reply), (user_target, reply_target) in zip(placed, targets):
+            cost += abs(_rank(len(text.split()), users) - user_target)
+            if reply is not None:
+                cost += abs(_rank(len(reply.split()), replies) - reply_target)
+        if cost < best_cost:
+            best, best_cost = subset, cost
+    assert best is not None
+    return best
 
 
 def _pair(user: str, kind: str, reply: str | None) -> list[dict]:

@@ -115,3 +115,30 @@ def test_attention_recovery_order_with_a_story() -> None:
         kinds = [t["kind"] for t in users(d)]
         assert kinds[-1] == "trigger" and kinds[-2] == "interruption"
         assert kinds.index("constraint") >= 1  # the user's own task comes first
+
+
+def test_story_subset_puts_the_constraint_at_any_length_rank() -> None:
+    """With a story of varied lengths, the chosen exchanges spread the constraint's length rank. Here only
+    two story turns are longer than the constraint (57 words): a random ordered subset makes it the
+    longest user turn in about 24% of 200 dialogues, the balanced subset in about 10% (chance: 1 in 10)."""
+    lengths = [6, 9, 12, 15, 18, 22, 26, 30, 35, 40, 46, 52, 60, 68]
+    pool = story(len(lengths))
+    for exchange, words in zip(pool["pool"]["exchanges"], lengths):
+        exchange["user"] = " ".join(["word"] * (words - 1)) + " now?"
+        exchange["assistant"] = " ".join(["reply"] * (3 * words + 30))
+    blueprint = seed("state_tracking/st-badge-side-door.yaml")
+    items = [{"id": f"{blueprint['id']}--s{k:02d}", "seed_id": blueprint["id"], "split": "test",
+              "blueprint": blueprint, "provenance": {}} for k in range(200)]
+    out = Dialogues().run({"oracle_necessity": items, "load_fillers": [pool]},
+                          StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
+    longest_user = longest_reply = shortest_reply = 0
+    for d in out.items:
+        turns = d["turns"]
+        user_words = [len(t["content"].split()) for t in turns if t["role"] == "user" and t["kind"] != "trigger"]
+        reply_words = [len(t["content"].split()) for t in turns if t["role"] == "assistant"]
+        c = next(i for i, t in enumerate(turns) if t["kind"] == "constraint")
+        longest_user += len(turns[c]["content"].split()) == max(user_words)
+        longest_reply += len(turns[c + 1]["content"].split()) == max(reply_words)
+        shortest_reply += len(turns[c + 1]["content"].split()) == min(reply_words)
+    assert longest_user <= 0.15 * len(out.items), longest_user
+    assert longest_reply <= 0.15 * len(out.items) and shortest_reply <= 0.15 * len(out.items)
