@@ -19,6 +19,8 @@ MIN_STORY_EXCHANGES = 12
 MAX_FAMILIES_PER_STORY = 3
 REPLY_WORDS = (40, 240)  # story replies run 60-160 words; placed turns' replies must not stand out
 PARITY_MARGIN = 3  # story turns needed on each side of a placed turn's length (and of its form)
+LENGTH_BAND = (0.8, 1.25)  # a story turn "of the same length" as a placed turn: this ratio of its words
+LENGTH_MATCHES = 6  # story user turns (and replies) needed in that band around each placed turn (and reply)
 FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "my", "me", "we", "our", "us"})
 
 
@@ -76,13 +78,21 @@ def _placed_turns(bp: Blueprint) -> list[tuple[str, str, str | None]]:
         placed.append(("negative", bp.negative.text, bp.negative.reply))
     if bp.update is not None:
         placed.append(("update", bp.update.text, bp.update.reply))
+    if bp.negative is not None and bp.negative.kind == "flip_state":
+        placed.append(("negative", bp.negative.text, bp.negative.reply))
     return placed
+
+
+def _matches(words: int, spread: list[int]) -> int:
+    low, high = LENGTH_BAND
+    return sum(low * words <= w <= high * words for w in spread)
 
 
 def _parity_problems(bp: Blueprint, pool) -> Iterator[tuple[str, str, str]]:
     """A placed turn must sit inside the story's own spread: at least ``PARITY_MARGIN`` story user turns
-    longer and as many shorter (words), the same for its reply, and as many story user turns of its own
-    form (with or without a question mark), so that no length or punctuation finder can single it out."""
+    longer and as many shorter (words), ``LENGTH_MATCHES`` of about its own length, the same for its
+    reply, and ``PARITY_MARGIN`` story user turns of its own form (with or without a question mark), so
+    that no length or punctuation finder, nor a model that learns typical lengths, can single it out."""
     users = [_words(ex.user) for ex in pool.exchanges]
     replies = [_words(ex.assistant) for ex in pool.exchanges]
     questions = sum("?" in ex.user for ex in pool.exchanges)
@@ -90,6 +100,13 @@ def _parity_problems(bp: Blueprint, pool) -> Iterator[tuple[str, str, str]]:
         for side, words, spread in (("text", _words(text), users), ("reply", _words(reply or ""), replies)):
             if reply is None and side == "reply":
                 continue
+            matched = _matches(words, spread)
+            if matched < LENGTH_MATCHES:
+                low, high = LENGTH_BAND
+                yield (f"{field}.{side}", f"{words} words, but only {matched} story "
+                       f"{'user turns' if side == 'text' else 'replies'} are of about that length "
+                       f"({int(low * words)}-{int(high * words)} words); need {LENGTH_MATCHES}, or a model learns the "
+                       "placed turn's length (write story turns of that length)", "story-length-match")
             longer, shorter = sum(w > words for w in spread), sum(w < words for w in spread)
             if longer < PARITY_MARGIN or shorter < PARITY_MARGIN:
                 yield (f"{field}.{side}", f"{words} words, but the story has {longer} longer and {shorter} shorter "
