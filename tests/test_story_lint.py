@@ -10,6 +10,8 @@ import pytest
 import yaml
 
 from pipeline.blueprints.loader import load_corpus
+from pipeline.blueprints.schema import Blueprint
+from pipeline.blueprints.slots import render
 from tests.conftest import REPO
 
 VALID = yaml.safe_load((REPO / "tests" / "fixtures" / "valid_blueprint.yaml").read_text(encoding="utf-8"))
@@ -29,11 +31,43 @@ def v2_seed() -> dict:
     return seed
 
 
-def story(count: int = 12) -> dict:
-    questions = ["Which neighbourhood near the hotel is nicest for a walk?", "I'm thinking of a museum visit, any tips?",
-                 "Can you suggest a good bakery near Union Square?", "The skyline looks great from the bridge."]
+WORDS = ("walk", "river", "bakery", "museum", "bridge", "corner", "garden", "market", "view", "street", "mural", "square")
+
+
+def _sentence(words: int, ask: bool, offset: int) -> str:
+    body = " ".join(WORDS[(offset + k) % len(WORDS)] for k in range(max(words, 2)))
+    return body[0].upper() + body[1:] + ("?" if ask else ".")
+
+
+def story(seed: dict | None = None) -> dict:
+    """A story pool that passes every story rule for ``seed``: per placed turn six user turns of its
+    length (half asking, half telling) and three shorter and three longer ones, replies likewise."""
+    bp = render(Blueprint.model_validate(seed or v2_seed()))
+    placed = [c.text for c in bp.constraints] + [bp.negative.text, bp.update.text]
+    reply = len(LONG.split())
+    exchanges = []
+    for n, text in enumerate(placed):
+        words = len(text.split())
+        for k, (length, answer) in enumerate([(words, reply)] * 6 + [(max(2, words // 3), reply // 2)] * 3
+                                             + [(2 * words + 4, 2 * reply)] * 3):
+            exchanges.append({"user": _sentence(length, k % 2 == 0, 7 * n + k),
+                              "assistant": _sentence(answer, False, 3 * n + k)})
     return {"topic": "fixture_taxi_story", "kind": "story", "description": "A visitor chatting on a taxi ride into the city.",
-            "exchanges": [{"user": questions[i % 4], "assistant": LONG} for i in range(count)]}
+            "exchanges": exchanges}
+
+
+def _constraint(seed: dict) -> str:
+    return render(Blueprint.model_validate(seed)).constraints[0].text
+
+
+def _near(user: str, seed: dict) -> bool:
+    """Whether a story user turn is of about the constraint's length (0.8-1.25x its words)."""
+    words = len(_constraint(seed).split())
+    return 0.8 * words <= len(user.split()) <= 1.25 * words
+
+
+def _other_form(seed: dict) -> str:
+    return "." if "?" in _constraint(seed) else "?"
 
 
 def problems(tmp_path: Path, seed: dict, pool: dict) -> list[str]:
@@ -54,6 +88,9 @@ def test_v2_seed_with_its_story_validates(tmp_path: Path) -> None:
     ("story-reply", lambda s, p: s["constraints"][0].update(reply="Good call.")),
     ("story-reply", lambda s, p: s["negative"].update(reply="Nice.")),
     ("parity-update", lambda s, p: s.pop("update")),
+    ("story-length-parity", lambda s, p: [e.update(user="Short one?") for e in p["exchanges"]]),
+    ("story-length-match", lambda s, p: p.update(exchanges=[e for e in p["exchanges"] if not _near(e["user"], s)])),
+    ("story-form-parity", lambda s, p: [e.update(user=e["user"].rstrip("?.") + _other_form(s)) for e in p["exchanges"]]),
     ("rm-voice", lambda s, p: s["rm"].update(question="Where did the user put the {item} during the ride?")),
     ("rm-echo", lambda s, p: s["rm"].update(question="Did I put my {item} in the trunk?")),
 ])
