@@ -226,7 +226,9 @@ def test_settings_shape_the_requests(release: Path, tmp_path: Path) -> None:
                      "--setting", "minimal").returncode == 0
         minimal = [r.body for r in server.chat_requests() if not r.body["messages"][0]["content"].startswith("You grade")]
     for row in rows.values():
-        keep = 2 * len(row["constraint_turns"]) + 1 + (2 if row["resolution_turn"] is not None else 0)
+        # a flipped state turn is a constraint turn too: each kept exchange counts once
+        starts = set(row["constraint_turns"]) | ({row["resolution_turn"]} if row["resolution_turn"] is not None else set())
+        keep = 2 * len(starts) + 1
         trigger = row["messages"][-1]["content"]
         sent = [b for b in minimal if b["messages"][-1]["content"] == trigger and len(b["messages"]) == keep + 1]
         assert sent, f"no minimal request of {keep} turns for {row['id']}"
