@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,10 +26,6 @@ BUILD_TIMEOUT = 1800
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRIGGERBENCH_PROGRESS", "0")
-# A private datasets cache: the user's ~/.cache/huggingface/datasets can hold an entry of another release
-# at the same version whose key collides with a fresh build's (seen: a rebuilt 0.1.0 read back with the
-# previous build's row count), and the tests must read the bytes they built.
-os.environ.setdefault("HF_DATASETS_CACHE", tempfile.mkdtemp(prefix="triggerbench-test-datasets-"))
 
 
 def run_cli(*args: str, cwd: Path = REPO, env: dict | None = None, timeout: int = 1800) -> subprocess.CompletedProcess:
