@@ -82,7 +82,7 @@ def write_long_configs(writer: ReleaseWriter, stats: RowStats, base_groups: dict
                 writer.write_config(name, split, schema_for(name), long_rows, observe=stats.observer(name))
 
 
-def write_aime_probe(writer: ReleaseWriter, stats: RowStats, run: RunResult) -> None:
+def write_aime_probe(writer: ReleaseWriter, run: RunResult) -> None:
     """The ``aime_probe`` config (test split only), when the stage had problems to pair."""
     for (name, split), rows in sorted(group_rows(run.outputs["aime_probe"].items).items()):
         writer.write_config(name, split, schema_for(name), rows)
@@ -122,13 +122,12 @@ def distractor_section(run: RunResult) -> str:
     lines += _timing_table(stretch.items if stretch else [])
     dimension_of = {item["id"]: item["blueprint"]["dimension"] for item in run.outputs["split"].items}
     lines += _semantic_table(stretch.items if stretch else [], dimension_of)
-    unfillable: Counter[tuple[str, str]] = Counter()
-    too_short: Counter[tuple[str, str]] = Counter()
+    gaps: dict[str, Counter[tuple[str, str]]] = {"pool-too-small": Counter(), "time-window-too-short": Counter()}
     for dropped in stretch.dropped if stretch else []:
-        if dropped.reason not in ("pool-too-small", "time-window-too-short"):
-            continue
-        blueprint, _, context = dropped.item_id.partition("@")
-        (unfillable if dropped.reason == "pool-too-small" else too_short)[(dimension_of.get(blueprint, "?"), context)] += 1
+        if dropped.reason in gaps:
+            blueprint, _, context = dropped.item_id.partition("@")
+            gaps[dropped.reason][(dimension_of.get(blueprint, "?"), context)] += 1
+    unfillable, too_short = gaps["pool-too-small"], gaps["time-window-too-short"]
     if too_short:
         lines.insert(0, _time_gap(too_short) + "\n")
     if unfillable:
@@ -141,8 +140,8 @@ def distractor_section(run: RunResult) -> str:
         order = {name: index for index, name in enumerate(DIMENSION_ORDER)}
         for dimension, context in sorted(set(unfillable) | set(too_short),
                                          key=lambda k: (order.get(k[0], 9), int(k[1][:-1]))):
-            lines.append(f"| {dimension} | {context} | {unfillable.get((dimension, context), 0)} | "
-                         f"{too_short.get((dimension, context), 0)} |")
+            lines.append(f"| {dimension} | {context} | {unfillable[(dimension, context)]} | "
+                         f"{too_short[(dimension, context)]} |")
     return "\n".join(lines) + "\n"
 
 

@@ -105,8 +105,7 @@ def distractor_environment(config: BuildConfig, base: Path, options: BuildOption
     for key, names in sorted(config.distractors.sources.items()):
         resolved = resolve(key, names, directory)
         routes[key] = resolved.name
-        sources[resolved.name] = {"name": resolved.name, "kind": resolved.kind, "location": resolved.location,
-                                  "files": list(resolved.files), "digest": resolved.digest}
+        sources[resolved.name] = resolved.as_environment()
     return {"routes": routes, "sources": sources}
 
 
@@ -122,10 +121,9 @@ def aime_environment(config: BuildConfig, base: Path, options: BuildOptions) -> 
     """The AIME-2025 problems for ``aime_probe``: ``aime2025/*.jsonl`` in the distractors directory,
     else the Hub dataset; None when neither is there (the stage then drops with ``no-aime-source``)."""
     try:
-        found = resolve("aime_probe", ["aime2025"], _distractors_dir(config, base, options))
+        return resolve("aime_probe", ["aime2025"], _distractors_dir(config, base, options)).as_environment()
     except DistractorSourceError:
         return None
-    return {"kind": found.kind, "location": found.location, "files": list(found.files), "digest": found.digest}
 
 
 def shortcut_settings(config: BuildConfig) -> ShortcutSettings:
@@ -295,7 +293,7 @@ def write_release(config: BuildConfig, run: RunResult, out: Path, env: dict[str,
         if "stretch" in run.outputs:
             assemble.write_long_configs(writer, stats, base_groups, run)
         if "aime_probe" in run.outputs:
-            assemble.write_aime_probe(writer, stats, run)
+            assemble.write_aime_probe(writer, run)
         if "pmbench_week" in run.outputs:
             assemble.write_week(writer, run)
         for name, output in run.outputs.items():

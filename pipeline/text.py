@@ -23,6 +23,11 @@ def strip_timestamp(text: str) -> str:
     return _TIMESTAMP.sub("", text, count=1)
 
 
+def word_count(text: str | None) -> int:
+    """Whitespace-separated words: the length measure of turns, replies and the typing model."""
+    return len((text or "").split())
+
+
 def words(text: str) -> list[str]:
     """Lowercase word tokens (letters/digits, with an optional apostrophe suffix)."""
     return _WORD.findall(text.lower())

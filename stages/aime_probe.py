@@ -18,6 +18,7 @@ one item with reason ``no-aime-source``.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -96,38 +97,44 @@ def _stamp(content: str) -> datetime:
     return datetime.strptime(content[1:17], TIME_FORMAT)
 
 
-def probe_row(row: Item, problem: dict[str, Any], provenance: dict[str, Any]) -> Item:
-    """One probe row: the base row's history, the math turn and an empty reply slot, then the trigger."""
+def math_turns(problems: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """Each problem's math user turn (without its timestamp) and its tokens, counted once for every row
+    (a ``[stamp]`` prefix and the body after it tokenize independently, as in the long contexts)."""
+    asks = [MATH_ASK.format(problem=problem["problem"], hint=FORMAT_HINT) for problem in problems]
+    return [(ask, tokenizer.count(" " + ask)) for ask in asks]
+
+
+def probe_rows(row: Item, problems: list[dict[str, Any]], asks: list[tuple[str, int]],
+               provenance: dict[str, Any]) -> list[Item]:
+    """One row's probes: its history, each problem's math turn and an empty reply slot, then the trigger."""
     messages = row["messages"]
     history, trigger = messages[:-1], messages[-1]
     last_user = next(m for m in reversed(history) if m["role"] == "user")
     before, after = _stamp(last_user["content"]), _stamp(trigger["content"])
-    at = (before + (after - before) / 2).replace(second=0, microsecond=0)  # halfway, on a minute of the span
-    ask = MATH_ASK.format(problem=problem["problem"], hint=FORMAT_HINT)
-    math = {"role": "user", "content": f"[{at.strftime(TIME_FORMAT)}] {ask}"}
-    out = [*history, math, {"role": "assistant", "content": ""}, trigger]
+    at = (before + (after - before) / 2).replace(second=0, microsecond=0).strftime(TIME_FORMAT)  # halfway
+    stamp_tokens = tokenizer.count(f"[{at}]")
     base_id = row["id"].rsplit(".", 1)[0]
-    return {
+    shared = {
         **{k: row[k] for k in ("blueprint_id", "seed_id", "dimension", "subtype", "domain", "variant", "constraint_form",
                                "constraint_turns", "reference_intent", "gold_slots", "expected", "cwe")},
-        "id": f"{base_id}.aime{int(problem['id']):02d}" if problem["id"].isdigit() else f"{base_id}.aime-{problem['id']}",
-        "config": "aime_probe",
-        "split": "test",
-        "context": "base",
-        "messages": out,
-        "trigger_turn": len(out) - 1,
-        "resolution_turn": None,
-        "math_turn": len(history),
-        "math_reply_turn": len(history) + 1,
-        "aime_id": problem["id"],
-        "aime_answer": problem["answer"],
-        "n_tokens": row["n_tokens"] + tokenizer.count(math["content"]),
-        "n_turns": len(out),
-        "distractor_source": None,
-        "filler_turns": row.get("filler_turns") or [],
-        "injected_turns": [],
-        "provenance": json.dumps({**json.loads(row["provenance"]), **provenance}, sort_keys=True),
+        "config": "aime_probe", "split": "test", "context": "base", "trigger_turn": len(history) + 2,
+        "resolution_turn": None, "math_turn": len(history), "math_reply_turn": len(history) + 1,
+        "n_turns": len(history) + 3, "distractor_source": None, "filler_turns": row.get("filler_turns") or [],
+        "injected_turns": [], "provenance": json.dumps({**json.loads(row["provenance"]), **provenance}, sort_keys=True),
     }
+    out = []
+    for problem, (ask, ask_tokens) in zip(problems, asks):
+        pid = problem["id"]
+        out.append({
+            **shared,
+            "id": f"{base_id}.aime{int(pid):02d}" if pid.isdigit() else f"{base_id}.aime-{pid}",
+            "messages": [*history, {"role": "user", "content": f"[{at}] {ask}"}, {"role": "assistant", "content": ""},
+                         trigger],
+            "aime_id": pid,
+            "aime_answer": problem["answer"],
+            "n_tokens": row["n_tokens"] + stamp_tokens + ask_tokens,
+        })
+    return out
 
 
 class AimeProbe(Stage):
@@ -148,10 +155,9 @@ class AimeProbe(Stage):
                            self.params.attention_recovery_subtype, ctx)
         provenance = {"aime_probe": self.code_version()[:12], "aime_source": source["location"]
                       if source["kind"] == "hub" else "/".join(source["files"])}
-        items = [probe_row(row, problem, provenance) for row in ctx.progress(pairs, desc="aime_probe")
-                 for problem in problems]
-        per_dimension: dict[str, int] = {}
-        for item in items:
-            per_dimension[item["dimension"]] = per_dimension.get(item["dimension"], 0) + 1
+        asks = math_turns(problems)
+        items = [probe for row in ctx.progress(pairs, desc="aime_probe")
+                 for probe in probe_rows(row, problems, asks, provenance)]
+        per_dimension = Counter(item["dimension"] for item in items)
         return StageOutput(items=items, dropped=[], stats={"problems": len(problems), "pairs": len(pairs),
                                                            "rows_per_dimension": dict(sorted(per_dimension.items()))})

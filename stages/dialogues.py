@@ -35,7 +35,7 @@ from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.bounds import CountRange
 from pipeline.hashing import combine, source_digest
 from pipeline.stage import Drop, Item, MapStage, StageContext
-from pipeline.text import mentions
+from pipeline.text import mentions, word_count
 from stages.generate.fillers import FillerGenerator, FillerParams
 from stages import timing
 from stages.timing import TimingParams, TypingModel
@@ -47,6 +47,7 @@ DEFAULT_FILLER = {
     "attention_recovery": (5, 6),
     "safe_coding": (3, 5),
 }
+JITTER = 0.35  # log-distance noise in the story subset, so renderings of one seed take different exchanges
 ANCHOR_SHIFT_MINUTES = (-5, 4)  # the trigger (and a temporal constraint) move by a seeded amount in this range
 
 
@@ -90,7 +91,8 @@ class Dialogues(MapStage):
             return Drop("too-little-filler", f"topic {bp['topic']!r} has {len(clean)} slot-free exchanges, need {wanted}")
         story = pool.get("kind") == "story"
         if story:  # a story keeps the order a person would have it in
-            picked = sorted(balanced_subset(clean, wanted, exchanges_all, placed_turns(bp), rng))
+            first = bp["constraints"][0]
+            picked = sorted(closest_exchanges(clean, wanted, exchanges_all, first["text"], first.get("reply"), rng))
         else:
             picked = rng.sample(clean, wanted)
         exchanges, filler_ids, generated = [exchanges_all[i] for i in picked], [f"{bp['topic']}#{i}" for i in picked], {}
@@ -112,21 +114,9 @@ class Dialogues(MapStage):
         }]
 
 
-def placed_turns(bp: dict) -> list[tuple[str, str | None]]:
-    """(user text, reply) of the turns placed among a story's exchanges: constraints and the parity update."""
-    placed = [(c["text"], c.get("reply")) for c in bp["constraints"]]
-    if bp.get("update"):
-        placed.append((bp["update"]["text"], bp["update"]["reply"]))
-    return placed
-
-
-def _words(text: str | None) -> int:
-    return len((text or "").split())
-
-
-def balanced_subset(candidates: list[int], wanted: int, exchanges: list[dict], placed: list[tuple[str, str | None]],
-                    rng: random.Random) -> list[int]:
-    """The ``wanted`` story exchanges that look most like the constraint exchange in length.
+def closest_exchanges(candidates: list[int], wanted: int, exchanges: list[dict], text: str, reply: str | None,
+                      rng: random.Random) -> list[int]:
+    """The ``wanted`` story exchanges that look most like the constraint exchange (``text``, ``reply``) in length.
 
     A story spreads its user turns from one-liners to long paragraphs; a constraint aside has its own
     typical length. Taken at random, the story turns near that length are few, so a model that learns
@@ -137,20 +127,16 @@ def balanced_subset(candidates: list[int], wanted: int, exchanges: list[dict], p
     (Measured on the v2 corpus, logical adherence: a family-grouped classifier over turn features
     finds the constraint in 43% of rows this way, 55% with a rank-balanced draw.)
     """
-    text, reply = placed[0]
-    user_words, reply_words = _words(text), _words(reply)
+    user_words, reply_words = word_count(text), word_count(reply)
 
     def distance(index: int) -> float:
         exchange = exchanges[index]
-        gap = abs(math.log((_words(exchange["user"]) + 1) / (user_words + 1)))
+        gap = abs(math.log((word_count(exchange["user"]) + 1) / (user_words + 1)))
         if reply is not None:
-            gap += abs(math.log((_words(exchange["assistant"]) + 1) / (reply_words + 1)))
+            gap += abs(math.log((word_count(exchange["assistant"]) + 1) / (reply_words + 1)))
         return gap + rng.uniform(0.0, JITTER)
 
     return sorted(candidates, key=distance)[:wanted]
-
-
-JITTER = 0.35  # log-distance noise, so renderings of one seed take different exchanges
 
 
 def _pair(user: str, kind: str, reply: str | None) -> list[dict]:
@@ -245,8 +231,8 @@ def _assign_times(turns: list[dict], bp: dict, typing: TypingModel, rng: random.
     users = [i for i, t in enumerate(turns) if t["role"] == "user"]
     gaps = [0.0]
     for previous, current in zip(users, users[1:]):
-        read = len(turns[previous + 1]["content"].split()) if turns[previous + 1]["role"] == "assistant" else 0
-        gaps.append(typing.gap(read, len(turns[current]["content"].split()), rng))
+        read = word_count(turns[previous + 1]["content"]) if turns[previous + 1]["role"] == "assistant" else 0
+        gaps.append(typing.gap(read, word_count(turns[current]["content"]), rng))
     # anchors move by whole minutes plus the same seconds, mid-minute, so rounding never moves a minute
     shift = timedelta(minutes=_anchor_shift(bp, rng), seconds=rng.uniform(1, 58))
     trigger_at = datetime.strptime(bp["trigger"]["at"], TIME_FORMAT) + shift

@@ -33,7 +33,7 @@ from pipeline import tokenizer
 from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.hashing import combine, source_digest
 from pipeline.stage import Drop, Dropped, Item, MapStage, StageContext
-from pipeline.text import mentions
+from pipeline.text import mentions, word_count
 from stages import timing
 from stages.audit.embeddings import Embedder, load_embedding_model
 from stages.distractors import fill as filling
@@ -159,7 +159,7 @@ class Stretch(MapStage):
             picked = [candidates[i]["messages"][start:end] for i, start, end in chosen]
             placement = self.model.place(_reading_and_writing(turns, at, picked), window.seconds,
                                          window.max_shift, ctx.rng(item["id"], str(length), "timing"))
-            if not placement.plausible(self.params.timing.min_gap_seconds):
+            if not placement.plausible:
                 plans.append(Dropped(plan_id_of(item, length), "time-window-too-short",
                                      f"{placement.natural_seconds / 60:.0f} min of reading and typing do not fit the "
                                      f"{window.seconds / 60 + placement.head_shift:.0f} min the deadline leaves"))
@@ -238,7 +238,7 @@ class Window:
 
     def stamps(self, placement: Placement) -> list[str]:
         """Minute timestamps of the injected user turns (never past ``after``)."""
-        start = _parse(self.before) - timedelta(minutes=placement.head_shift, seconds=-HEAD_ROOM_SECONDS)
+        start = _parse(self.before) + timedelta(seconds=HEAD_ROOM_SECONDS) - timedelta(minutes=placement.head_shift)
         end = _parse(self.after)
         return [min(start + timedelta(seconds=offset), end).strftime(TIME_FORMAT) for offset in placement.offsets]
 
@@ -283,22 +283,18 @@ def _window(item: Item, at: int, earliest_same_day: str) -> Window:
     return Window(before, after, max_shift)
 
 
-def _words(text: str) -> int:
-    return len(text.split())
-
-
 def _reading_and_writing(turns: list[dict], at: int, picked: list[list]) -> list[tuple[int, int]]:
     """(words read, words written) before each injected user turn and before the first user turn after."""
-    read = _words(turns[at - 1]["content"])
+    read = word_count(turns[at - 1]["content"])
     out = []
     for messages in picked:
         for role, content in messages:
             if role == "user":
-                out.append((read, _words(content)))
+                out.append((read, word_count(content)))
             else:
-                read = _words(content)
+                read = word_count(content)
     following = next(t for t in turns[at:] if t["role"] == "user")
-    out.append((read, _words(following["content"])))
+    out.append((read, word_count(following["content"])))
     return out
 
 

@@ -47,11 +47,7 @@ class Placement:
     head_shift: int  # whole minutes the turns before the window move back (0 when the window is long enough)
     scale: float  # 1.0, or the compression of the gaps when the window could not be widened enough
     natural_seconds: float  # the span the model wanted (injected turns plus the gap back to the fixed turn after)
-    shortest_gap_seconds: float = 0.0  # the smallest gap after compression
-
-    def plausible(self, min_gap_seconds: float) -> bool:
-        """Whether every gap, compressed or not, still leaves a person time to read and type."""
-        return self.shortest_gap_seconds >= min_gap_seconds - 1e-6
+    plausible: bool = True  # every gap, compressed or not, still leaves a person the floor's time to read and type
 
 
 class TypingModel:
@@ -105,8 +101,8 @@ class TypingModel:
         be widened by moving the turns before it back by at most ``max_shift_minutes`` (None: no
         limit). When even the widest window cannot hold the gaps with breaks, the breaks are left out
         (someone racing a deadline chats on); what is still too long is compressed, and
-        :meth:`Placement.plausible` says whether the compressed gaps still leave time to read and
-        type. A window longer than needed leaves the slack before the fixed turn after it.
+        ``Placement.plausible`` says whether the compressed gaps still keep ``min_gap_seconds``. A
+        window longer than needed leaves the slack before the fixed turn after it.
         """
         typing, breaks = self._gaps_and_breaks(exchanges, rng)
         gaps = [gap + pause for gap, pause in zip(typing, breaks)]
@@ -124,4 +120,5 @@ class TypingModel:
         for gap in gaps[:-1]:
             clock += gap * scale
             offsets.append(clock)
-        return Placement(tuple(offsets), shift, scale, natural, min(gaps, default=0.0) * scale)
+        plausible = min(gaps, default=0.0) * scale >= self.params.min_gap_seconds - 1e-6
+        return Placement(tuple(offsets), shift, scale, natural, plausible)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pipeline.blueprints.schema import Blueprint
-from pipeline.text import mentions, time_expressions
+from pipeline.text import mentions, time_expressions, word_count
 
 MIN_STORY_EXCHANGES = 12
 MAX_FAMILIES_PER_STORY = 3
@@ -24,22 +24,25 @@ LENGTH_MATCHES = 6  # story user turns (and replies) needed in that band around 
 FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "my", "me", "we", "our", "us"})
 
 
-def _words(text: str) -> int:
-    return len(text.split())
+def _placed_turns(bp: Blueprint) -> list[tuple[str, str, str | None]]:
+    """(field, user text, reply) of every turn the builder places among the story's exchanges: the
+    constraints, the resolution or flipped state of Neg-Clean, and the Pos-Clean update."""
+    placed = [(f"constraints.{i}", c.text, c.reply) for i, c in enumerate(bp.constraints)]
+    if bp.negative is not None and bp.negative.kind in ("resolution", "flip_state"):
+        placed.append(("negative", bp.negative.text, bp.negative.reply))
+    if bp.update is not None:
+        placed.append(("update", bp.update.text, bp.update.reply))
+    return placed
 
 
 def _reply_problems(bp: Blueprint) -> Iterator[tuple[str, str, str]]:
     low, high = REPLY_WORDS
-    placed = [(f"constraints.{i}.reply", c.reply) for i, c in enumerate(bp.constraints)]
-    if bp.negative is not None and bp.negative.kind in ("resolution", "flip_state"):
-        placed.append(("negative.reply", bp.negative.reply))
-    if bp.update is not None:
-        placed.append(("update.reply", bp.update.reply))
-    for field, reply in placed:
+    for field, _, reply in _placed_turns(bp):
+        field = f"{field}.reply"
         if reply is None:
             yield field, "a reply is required here (it is placed among the story's exchanges)", "story-reply"
-        elif not low <= _words(reply) <= high:
-            yield field, (f"{_words(reply)} words; a reply placed among story exchanges needs {low}-{high} "
+        elif not low <= word_count(reply) <= high:
+            yield field, (f"{word_count(reply)} words; a reply placed among story exchanges needs {low}-{high} "
                           "(an odd length marks the turn)"), "story-reply"
 
 
@@ -71,18 +74,6 @@ def story_problems(bp: Blueprint, pool, families: int, slot_phrases: set[str]) -
     return out
 
 
-def _placed_turns(bp: Blueprint) -> list[tuple[str, str, str | None]]:
-    """(field, user text, reply) of every turn the builder places among the story's exchanges."""
-    placed = [(f"constraints.{i}", c.text, c.reply) for i, c in enumerate(bp.constraints)]
-    if bp.negative is not None and bp.negative.kind == "resolution":
-        placed.append(("negative", bp.negative.text, bp.negative.reply))
-    if bp.update is not None:
-        placed.append(("update", bp.update.text, bp.update.reply))
-    if bp.negative is not None and bp.negative.kind == "flip_state":
-        placed.append(("negative", bp.negative.text, bp.negative.reply))
-    return placed
-
-
 def _matches(words: int, spread: list[int]) -> int:
     low, high = LENGTH_BAND
     return sum(low * words <= w <= high * words for w in spread)
@@ -93,11 +84,11 @@ def _parity_problems(bp: Blueprint, pool) -> Iterator[tuple[str, str, str]]:
     longer and as many shorter (words), ``LENGTH_MATCHES`` of about its own length, the same for its
     reply, and ``PARITY_MARGIN`` story user turns of its own form (with or without a question mark), so
     that no length or punctuation finder, nor a model that learns typical lengths, can single it out."""
-    users = [_words(ex.user) for ex in pool.exchanges]
-    replies = [_words(ex.assistant) for ex in pool.exchanges]
+    users = [word_count(ex.user) for ex in pool.exchanges]
+    replies = [word_count(ex.assistant) for ex in pool.exchanges]
     questions = sum("?" in ex.user for ex in pool.exchanges)
     for field, text, reply in _placed_turns(bp):
-        for side, words, spread in (("text", _words(text), users), ("reply", _words(reply or ""), replies)):
+        for side, words, spread in (("text", word_count(text), users), ("reply", word_count(reply), replies)):
             if reply is None and side == "reply":
                 continue
             matched = _matches(words, spread)

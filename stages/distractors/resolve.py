@@ -43,6 +43,11 @@ class ResolvedSource:
     files: tuple[str, ...]
     digest: str
 
+    def as_environment(self) -> dict[str, object]:
+        """The JSON form stages read from ``ctx.environment`` (and fingerprints hash)."""
+        return {"name": self.name, "kind": self.kind, "location": self.location, "files": list(self.files),
+                "digest": self.digest}
+
 
 def default_dir(repo_root: Path) -> Path | None:
     candidate = repo_root.parent / "shared" / "data"

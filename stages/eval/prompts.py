@@ -78,13 +78,14 @@ def minimal_turns(row: Mapping[str, Any]) -> list[int]:
 
 
 def model_messages(row: Mapping[str, Any], setting: str, replies: Mapping[int, str] | None = None) -> list[Message]:
-    """The chat request for the model's answer to the trigger turn of ``row`` in ``setting``."""
+    """The chat request for the model's answer to the trigger turn of ``row`` in ``setting``.
+
+    ``replies`` (message index -> text) are the model's own earlier replies: they replace the stored
+    ones in any setting (the online setting's constraint replies, ``aime_probe``'s math answer)."""
     if setting not in SETTINGS:
         raise ValueError(f"setting must be one of {SETTINGS}, not {setting!r}")
-    messages = _messages(row)
-    if setting == "online":
-        messages = _with_replies(messages, replies or {})
-    elif setting == "minimal":
+    messages = _with_replies(_messages(row), replies or {})
+    if setting == "minimal":
         messages = [messages[i] for i in minimal_turns(row)]
     return [{"role": "system", "content": system_prompt(str(row["dimension"]))}, *messages]
 

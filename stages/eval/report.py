@@ -97,13 +97,10 @@ def cells(lines: Sequence[Line], seed: int = 0, resamples: int = RESAMPLES) -> l
         dimensions = sorted({x["dimension"] for x in rows})
         for dimension in [*dimensions, "all"]:
             part = [x for x in rows if dimension in ("all", x["dimension"])]
-            if config_kind(config) == "aime":
+            single = {"aime": "pos_clean", "rm": "rm"}.get(config_kind(config))  # one cell per dimension
+            if single is not None:
                 out.append(_cell(part, {"config": config, "context": context, "dimension": dimension,
-                                        "variant": "pos_clean"}, seed, resamples))
-                continue
-            if config_kind(config) == "rm":
-                out.append(_cell(part, {"config": config, "context": context, "dimension": dimension, "variant": "rm"},
-                                 seed, resamples))
+                                        "variant": single}, seed, resamples))
                 continue
             for variant, group in variant_groups(part):
                 keys = {"config": config, "context": context, "dimension": dimension, "variant": variant}

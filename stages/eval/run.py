@@ -211,7 +211,7 @@ def _math_round(options: EvalOptions, clients: Clients, records: list[Record], p
             record.math_response = result.text or ""
             record.online[int(record.row["math_reply_turn"])] = record.math_response
             record.math_answer = scorers.aime_extract(record.math_response)
-            record.math_correct = record.math_answer == int(record.row["aime_answer"])
+            record.math_correct = scorers.aime_correct(record.math_response, int(record.row["aime_answer"]))
         else:
             record.fail("math", result)
 
@@ -223,8 +223,6 @@ def _answer(options: EvalOptions, clients: Clients, records: list[Record], progr
         if retriever is not None:
             record.memory_view = memory.view(record.row, memory.top_k_turns(record.row, retriever.embed), record.core)
             record.request = record.memory_view.messages
-        elif record.kind == "aime":  # the stored history with the model's own replies in (math, and online ones)
-            record.request = prompts.model_messages(record.row, "online", record.online)
         else:
             record.request = prompts.model_messages(record.row, options.setting, record.online)
         record.prompt_hash = sha256_json(record.request)
