@@ -25,6 +25,7 @@ pytestmark = pytest.mark.slow
 
 SILENT = "Happy to help with that."
 CURATOR_MARK = "You maintain the core memory"
+MEM0_MARK = "Memory Extractor"
 LIMIT = "12"
 
 
@@ -157,11 +158,69 @@ def test_letta_sim_core_memory_and_exact_rerun(release: Path, tmp_path: Path) ->
             assert _cell(results, dimension)["constraint_retrieval"]["value"] == 1.0
 
 
-def test_mem0_fails_with_one_clear_line(release: Path, tmp_path: Path) -> None:
-    done = run_cli("eval", str(release), "--config", "pm_base", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                   "--out", str(tmp_path / "mem0"), "--memory", "mem0")
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.strip().count("\n") == 0 and "--memory mem0 is not integrated" in done.stderr
+def _extractor(body: dict[str, Any], index: int) -> Reply:
+    """Scripted Mem0 extraction: one memory per user turn of the batch (its first 200 characters)."""
+    system = body["messages"][0]["content"]
+    if MEM0_MARK not in system:
+        return _judge_no(body, index)
+    new = body["messages"][-1]["content"].split("## New Messages")[1].split("## Observation Date")[0]
+    facts = [{"text": _mem0_fact(line[len("user: "):])} for line in new.strip().splitlines() if line.startswith("user: ")]
+    return Reply.ok(json.dumps({"memory": facts}))
+
+
+def _mem0_fact(content: str) -> str:
+    return "The user said: " + content[:200]
+
+
+def test_mem0_reads_every_turn_recalls_for_the_trigger_and_reruns_from_the_cache(release: Path, tmp_path: Path) -> None:
+    rows = _rows(release, "pm_base")[: int(LIMIT)]
+    args = ("eval", str(release), "--config", "pm_base", "--limit", LIMIT, "--model", "scripted-model", "--temperature", "0",
+            "--out", str(tmp_path / "mem0"), "--memory", "mem0")
+    with ScriptedServer(handler=_extractor) as server:
+        done = run_cli(*args, "--base-url", server.base_url, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        sent = server.chat_requests()
+        again = run_cli(*args, "--base-url", server.base_url, timeout=900)
+        assert again.returncode == 0 and len(server.chat_requests()) == len(sent)  # the curation replays from the cache
+    assert "model requests sent     0" in again.stdout and "Inserting" not in done.stderr + again.stderr
+    extractions = [r.body["messages"][-1]["content"] for r in sent if MEM0_MARK in r.body["messages"][0]["content"]]
+    lines = {x["row_id"]: x for x in pq.read_table(tmp_path / "mem0" / "responses.parquet").to_pylist()}
+    for row in rows:
+        mine = [e for e in extractions if any(m["content"] in e for m in row["messages"][:-1])]
+        read = "\n".join(mine)
+        assert all(f"{m['role']}: {m['content']}" in read for m in row["messages"][:-1])  # every earlier turn, in batches
+        date = re.match(r"\[(\d{4}-\d{2}-\d{2})T", row["messages"][-1]["content"]).group(1)
+        assert all(f"## Current Date\n{date}" in e and f"## Observation Date\n{date}" in e for e in mine)
+        stated = {_mem0_fact(m["content"]) for m in row["messages"][:-1] if m["role"] == "user"}
+        line = lines[row["id"]]
+        core = json.loads(line["memory_core"])
+        assert core and len(core) <= 6 and set(core) <= stated  # only this row's memories
+        request = json.loads(line["request"])
+        assert "Memories recalled for this message:" in request[0]["content"]
+        assert all(fact in request[0]["content"] for fact in core)
+        assert [m["content"] for m in request[1:]] == [m["content"] for m in row["messages"][-5:]]
+        assert line["constraint_in_context"] == _hit(row, set(json.loads(line["memory_context_turns"])), core)
+    results = json.loads((tmp_path / "mem0" / "results.json").read_text())
+    assert results["memory"]["kind"] == "mem0" and results["memory"]["library"] == "mem0ai 2.2.1"
+    for dimension in sorted({r["dimension"] for r in rows}):
+        expected = np.mean([lines[r["id"]]["constraint_in_context"] for r in rows if r["dimension"] == dimension])
+        assert _cell(results, dimension)["constraint_retrieval"]["value"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_memory_only_offline(release: Path, tmp_path: Path) -> None:
     bad = run_cli("eval", str(release), "--config", "pm_base", "--model", "m", "--out", str(tmp_path / "x"),
                   "--memory", "rag", "--setting", "online")
     assert bad.returncode == 2 and "--memory works with --setting offline only" in bad.stderr
+
+
+def test_per_dimension_takes_the_first_rows_of_each_dimension(release: Path) -> None:
+    from stages.eval.source import locate, read_rows
+
+    rows = _rows(release, "pm_base")
+    first = {}
+    for row in rows:
+        first.setdefault(row["dimension"], []).append(row["id"])
+    picked = read_rows(locate(str(release)), "pm_base", "test", per_dimension=2)
+    assert sorted(r["id"] for r in picked) == sorted(i for ids in first.values() for i in ids[:2])
+    assert [r["id"] for r in read_rows(locate(str(release)), "pm_base", "test", limit=3, per_dimension=2)] == \
+        [r["id"] for r in picked[:3]]

@@ -37,6 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="none (default), rag, letta-sim or mem0: what the model sees of the history (offline only)")
     parser.add_argument("--setting", choices=SETTINGS, default="offline", help="offline (default), online or minimal")
     parser.add_argument("--limit", type=int, metavar="N", help="only the first N rows of each config")
+    parser.add_argument("--per-dimension", type=int, metavar="N",
+                        help="only the first N rows of each dimension of each config (with --limit: both caps)")
     parser.add_argument("--concurrency", type=int, default=8, help="requests in flight at most (default 8)")
     parser.add_argument("--temperature", type=float, default=0.6, help="evaluated model's temperature (default 0.6)")
     parser.add_argument("--max-tokens", type=int, default=1024, help="evaluated model's answer limit (default 1024)")
@@ -67,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
     missing = [flag for flag, value in (("--config", args.config), ("--model", args.model), ("--out", args.out)) if not value]
     if missing:
         return _usage(f"missing {', '.join(missing)}")
-    if args.concurrency < 1 or (args.limit is not None and args.limit < 1):
-        return _usage("--concurrency and --limit must be at least 1")
+    if args.concurrency < 1 or any(v is not None and v < 1 for v in (args.limit, args.per_dimension)):
+        return _usage("--concurrency, --limit and --per-dimension must be at least 1")
     if args.memory != "none" and args.setting != "offline":
         return _usage("--memory works with --setting offline only")
     if "aime_probe" in args.config and (args.setting == "minimal" or args.memory != "none"):
@@ -95,7 +97,7 @@ def _evaluate(args: argparse.Namespace, source: str) -> int:
         print(f"triggerbench eval: {error}", file=sys.stderr)
         return 1
     selection = Selection(source=source, configs=tuple(args.config), split=args.split, revision=args.revision,
-                          limit=args.limit)
+                          limit=args.limit, per_dimension=args.per_dimension)
     try:
         outcome = run_eval(selection, options, args.out)
     except (EvalSourceError, EndpointError, RunDirError) as error:

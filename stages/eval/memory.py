@@ -8,11 +8,13 @@ Instead of the whole stored dialogue the model sees a memory's view of it, then 
 - ``letta-sim``: a write-time curator (the evaluated model's endpoint) reads the dialogue in
   batches of turns and keeps an always-visible core memory of short facts; the model sees the
   core memory, the archival top-``K`` turns (as ``rag``) and the trigger;
-- ``mem0``: the ``mem0ai`` library; not integrated (:data:`MEM0_BLOCKER` says why).
+- ``mem0``: the ``mem0ai`` library (``[memory]`` extra) reads the dialogue in the same batches
+  and stores what its own extraction keeps; the model sees the memories Mem0 finds for the
+  trigger and the recent exchanges (:mod:`stages.eval.mem0_memory`).
 
 For each row :class:`MemoryView` says which turns were in the context and whether the
-constraint reached the model (a constraint turn in the context, or a core fact naming one of
-the row's gold slots): the constraint retrieval rate beside accuracy.
+constraint reached the model (a constraint turn in the context, or a core fact or Mem0 memory
+naming one of the row's gold slots): the constraint retrieval rate beside accuracy.
 """
 
 from __future__ import annotations
@@ -35,11 +37,6 @@ CURATOR_CHARS = 6000  # characters of turn text per curator request at most
 CORE_FACTS = 12  # facts kept in core memory at most
 CURATOR_MAX_TOKENS = 512
 MEMORIES = ("none", "rag", "letta-sim", "mem0")
-MEM0_BLOCKER = (
-    "--memory mem0 is not integrated: mem0ai 2.2.1 runs offline (this endpoint, the bundled MiniLM, a local "
-    "qdrant) but sends its LLM calls through its own OpenAI client, outside the run's request cache, so a run "
-    "could neither resume nor count its requests; use rag or letta-sim"
-)
 
 
 class MemoryError_(ValueError):
@@ -98,23 +95,29 @@ def _constraint_hit(row: Mapping[str, Any], turns: Sequence[int], core: Sequence
     return bool(constraints & set(turns)) or in_core
 
 
-def _memory_block(row: Mapping[str, Any], turns: Sequence[int], core: Sequence[str]) -> str:
+CORE_TITLE = "Core memory (facts you chose to keep)"
+MEM0_TITLE = "Memories recalled for this message"
+
+
+def _memory_block(row: Mapping[str, Any], turns: Sequence[int], core: Sequence[str], core_title: str) -> str:
     parts = []
     if core:
-        parts.append("Core memory (facts you chose to keep):\n" + "\n".join(f"- {f}" for f in core))
+        parts.append(f"{core_title}:\n" + "\n".join(f"- {f}" for f in core))
     if turns:
         lines = [f"[turn {i}] {_turn_text(row['messages'][i])}" for i in turns]
         parts.append("Retrieved from earlier in the conversation (in order):\n" + "\n".join(lines))
     return "\n\n".join(parts)
 
 
-def view(row: Mapping[str, Any], retrieved: Sequence[int], core: Sequence[str] = ()) -> MemoryView:
-    """The model's request: system prompt + memory block, the recent exchanges, the trigger."""
+def view(row: Mapping[str, Any], retrieved: Sequence[int], core: Sequence[str] = (),
+         core_title: str = CORE_TITLE) -> MemoryView:
+    """The model's request: system prompt + memory block (retrieved turns, ``core`` facts under
+    ``core_title``), the recent exchanges, the trigger."""
     messages = row["messages"]
     recent = recent_turns(row)
     older = [i for i in retrieved if i not in set(recent)]
     system = system_prompt(str(row["dimension"]))
-    block = _memory_block(row, older, core)
+    block = _memory_block(row, older, core, core_title)
     content = f"{system}\n\n{block}" if block else system
     request = [{"role": "system", "content": content}]
     request += [{"role": str(messages[i]["role"]), "content": str(messages[i]["content"])} for i in [*recent, len(messages) - 1]]
@@ -186,7 +189,12 @@ def check_available(memory: str) -> None:
     if memory not in MEMORIES:
         raise MemoryError_(f"--memory must be one of {', '.join(MEMORIES)}, not {memory!r}")
     if memory == "mem0":
-        raise MemoryError_(MEM0_BLOCKER)
+        from stages.eval.mem0_memory import Mem0Unavailable, check_installed
+
+        try:
+            check_installed()
+        except Mem0Unavailable as exc:
+            raise MemoryError_(str(exc)) from None
 
 
 def describe(memory: str, retriever: Retriever | None) -> dict[str, Any]:
@@ -197,4 +205,11 @@ def describe(memory: str, retriever: Retriever | None) -> dict[str, Any]:
                            "embedding_model": retriever.model_label if retriever else None}
     if memory == "letta-sim":
         out.update(curator_turns=CURATOR_TURNS, curator_chars=CURATOR_CHARS, core_facts=CORE_FACTS)
+    if memory == "mem0":
+        from importlib.metadata import version
+
+        from stages.audit.embeddings import BUNDLED_MODEL_ID
+
+        out.update(embedding_model=BUNDLED_MODEL_ID, library=f"mem0ai {version('mem0ai')}",
+                   batch_turns=CURATOR_TURNS, batch_chars=CURATOR_CHARS)
     return out

@@ -25,6 +25,7 @@ from pipeline.llm import ChatRequest, LLMClient, LLMConfig, LLMResult, RequestCa
 from pipeline.seeding import derive_seed
 from stages.eval import judge, memory, prompts, scorers
 from stages.eval.endpoint import EndpointCheck, needs_network
+from stages.eval.mem0_memory import Mem0RequestFailed, Mem0Store
 
 CACHE_FILE = "requests.sqlite"
 FAILURES_FILE = "failed_requests.json"
@@ -222,6 +223,7 @@ def _answer(options: EvalOptions, clients: Clients, records: list[Record], progr
     for record in todo:
         if retriever is not None:
             record.memory_view = memory.view(record.row, memory.top_k_turns(record.row, retriever.embed), record.core)
+        if record.memory_view is not None:
             record.request = record.memory_view.messages
         else:
             record.request = prompts.model_messages(record.row, options.setting, record.online)
@@ -247,6 +249,21 @@ def _curate(clients: Clients, records: list[Record], progress: Progress) -> None
                 record.core = memory.updated_core(result.parsed(memory.CoreMemory))
             else:
                 record.fail("curator", result)
+
+
+def _mem0(store: Mem0Store, records: list[Record]) -> None:
+    """Mem0 reads each row's turns in the curator's batches, then recalls memories for the trigger.
+
+    Mem0 is a synchronous library over one local store, so rows go one at a time.
+    """
+    for record in (r for r in records if r.failure is None):
+        try:
+            store.remember(record.row, memory.curator_batches(record.row))
+        except Mem0RequestFailed as failed:
+            record.fail("mem0", failed.result)
+            continue
+        record.core = store.recall(record.row, memory.K)
+        record.memory_view = memory.view(record.row, [], record.core, memory.MEM0_TITLE)
 
 
 def _judge_request(record: Record) -> ChatRequest | None:
@@ -296,9 +313,13 @@ def evaluate(records: list[Record], options: EvalOptions, run_dir: Path, chunk: 
     clients = Clients.open(options, run_dir)
     size = chunk or max(64, options.concurrency * 4)
     rounds = max((len(prompts.online_turns(r.row)) for r in records), default=0) if options.setting == "online" else 0
-    curation = sum(len(memory.curator_batches(r.row)) for r in records) if options.memory == "letta-sim" else 0
+    curated = options.memory in ("letta-sim", "mem0")
+    curation = sum(len(memory.curator_batches(r.row)) for r in records) if curated else 0
     maths = sum(r.kind == "aime" for r in records)
     progress = Progress(len(records) * (2 + rounds) + curation + maths, clients)
+    store = None
+    if options.memory == "mem0":
+        store = Mem0Store.open(run_dir, lambda request: _send(clients, clients.model, [request], progress, "mem0")[0])
     try:
         for start in range(0, len(records), size):
             part = records[start : start + size]
@@ -307,6 +328,8 @@ def evaluate(records: list[Record], options: EvalOptions, run_dir: Path, chunk: 
             _math_round(options, clients, part, progress)
             if options.memory == "letta-sim":
                 _curate(clients, part, progress)
+            if store is not None:
+                _mem0(store, part)
             _answer(options, clients, part, progress, retriever)
             _judge(clients, part, progress)
             for record in part:
@@ -314,6 +337,8 @@ def evaluate(records: list[Record], options: EvalOptions, run_dir: Path, chunk: 
             if on_chunk is not None:
                 on_chunk(start + len(part))
     finally:
+        if store is not None:
+            store.close()
         progress.close()
         clients.close()
     return clients.stats()

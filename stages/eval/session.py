@@ -34,6 +34,7 @@ class Selection:
     split: str = "test"
     revision: str | None = None
     limit: int | None = None
+    per_dimension: int | None = None
 
 
 @dataclass
@@ -71,7 +72,7 @@ def run_eval(selection: Selection, options: EvalOptions, run_dir: Path, resample
     source = locate(selection.source, selection.revision)
     records: list[Record] = []
     for config in dict.fromkeys(selection.configs):
-        rows = read_rows(source, config, selection.split, selection.limit)
+        rows = read_rows(source, config, selection.split, selection.limit, selection.per_dimension)
         records += records_for(config, config_kind(config), selection.split, rows)
     identity = _identity(selection, options, source.name)
     _claim(run_dir, identity)
@@ -83,7 +84,7 @@ def run_eval(selection: Selection, options: EvalOptions, run_dir: Path, resample
             retriever.close()
     write_responses(run_dir / "responses.parquet", records, options)
     meta = {**identity, "source": selection.source, "configs": list(dict.fromkeys(selection.configs)),
-            "limit": selection.limit, "memory": memory.describe(options.memory, retriever)}
+            "limit": selection.limit, "per_dimension": selection.per_dimension, "memory": memory.describe(options.memory, retriever)}
     results = summarize([record_line(r, options) for r in records], meta, seed=options.seed, resamples=resamples)
     write_report(run_dir, results)
     shown = {k: v for k, v in asdict(options).items() if k != "api_key"}

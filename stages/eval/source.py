@@ -10,6 +10,7 @@ straight from its parquet shards (the SPEC layout); a Hub id through ``datasets.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,8 +111,10 @@ def _load_split(source: EvalSource, config: str, split: str) -> Any:
     return load_dataset(release.source, config, split=split, revision=release.revision)
 
 
-def read_rows(source: EvalSource, config: str, split: str, limit: int | None = None) -> list[dict[str, Any]]:
-    """The first ``limit`` rows (all when None) of ``config``/``split``, with the columns scoring needs."""
+def read_rows(source: EvalSource, config: str, split: str, limit: int | None = None,
+              per_dimension: int | None = None) -> list[dict[str, Any]]:
+    """The first ``limit`` rows (all when None) of ``config``/``split``, with the columns scoring needs;
+    ``per_dimension`` keeps at most that many of each dimension (the first in file order)."""
     if config not in source.configs:
         known = ", ".join(source.configs) or "none"
         raise EvalSourceError(f"{source.release.source}: no config {config!r} (evaluable configs: {known})")
@@ -125,9 +128,14 @@ def read_rows(source: EvalSource, config: str, split: str, limit: int | None = N
     if missing:
         raise EvalSourceError(f"{source.release.source}: config {config!r}: missing column(s) {', '.join(missing)}")
     rows: list[dict[str, Any]] = []
+    taken: Counter[str] = Counter()
     for row in dataset.select_columns([c for c in columns if c in present]):
         if limit is not None and len(rows) >= limit:
             break
+        if per_dimension is not None:
+            if taken[row["dimension"]] >= per_dimension:
+                continue
+            taken[row["dimension"]] += 1
         row.setdefault("seed_id", row.get("blueprint_id"))
         if not row.get("messages"):
             raise EvalSourceError(f"{source.release.source}: config {config!r}: row {row.get('id')!r}: messages: empty")
