@@ -24,8 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from pipeline import registry, tokenizer  # noqa: E402
-from pipeline.assemble import group_rows, write_long_configs  # noqa: E402
-from pipeline.build import BuildOptions, distractor_environment, environment  # noqa: E402
+from pipeline.build import BuildOptions, build_setting, environment  # noqa: E402
 from pipeline.cache import ArtifactStore, ItemCache  # noqa: E402
 from pipeline.config import load_config  # noqa: E402
 from pipeline.release import ReleaseWriter  # noqa: E402
@@ -47,9 +46,8 @@ def _run(stages, env, config, cache: Path):
 
 def measure_stretch(work: Path) -> None:
     config, base = load_config()
-    env = environment(config, base, None)
-    env["distractors"] = distractor_environment(config, base, BuildOptions())
     stages = registry.build_stages(config)
+    env = environment(select(stages, ["stretch", "variants"]), build_setting(config, base, BuildOptions()), None)
     base_cache, fresh_cache = work / "base-cache", work / "fresh-cache"
     _run(select(stages, ["variants"]), env, config, base_cache)  # base rows: not timed
     shutil.copytree(base_cache, fresh_cache)
@@ -58,7 +56,7 @@ def measure_stretch(work: Path) -> None:
     stages_seconds = time.perf_counter() - started
     writer = ReleaseWriter(work / "out", config.version)
     write_started = time.perf_counter()
-    write_long_configs(writer, RowStats(), group_rows(run.outputs["variants"].items), run)
+    next(s for s in stages if s.name == "stretch").write_release(writer, run, RowStats())
     write_seconds = time.perf_counter() - write_started
     texts = []
     for parquet in sorted(writer.staging.rglob("*.parquet")):

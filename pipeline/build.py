@@ -25,7 +25,8 @@ from pydantic import ValidationError
 import pipeline
 from pipeline import registry
 from pipeline.cache import ArtifactStore, ItemCache
-from pipeline import assemble, card_sections
+from pipeline import card_sections
+from pipeline.assemble import previous_manifest
 from pipeline.card import front_matter, render_card
 from pipeline.config import DEFAULT_CONFIG, REPO_ROOT, BuildConfig, ConfigError, load_config
 from pipeline.empty import EmptyRelease, explain_empty
@@ -34,12 +35,8 @@ from pipeline.llm import LLMClient
 from pipeline.oracle_guard import ORACLE_STAGES, guard_oracles
 from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult, run_stages, select
-from pipeline.stage import Stage, StageContext
+from pipeline.stage import BuildSetting, Stage, StageContext
 from pipeline.stats import RowStats
-from stages.distractors.resolve import DistractorSourceError, default_dir, resolve
-from stages.load_blueprints import corpus_digest
-from stages.audit import run_audit
-from stages.audit.shortcuts import ShortcutSettings, settings_from
 
 log = logging.getLogger("triggerbench")
 TOOLS = ("datasets", "huggingface-hub", "pyarrow", "polars", "tiktoken", "sentence-transformers", "torch", "openai", "pydantic")
@@ -91,45 +88,30 @@ def _setup_log(cache_dir: Path) -> tuple[Path, logging.Handler]:
     return path, handler
 
 
-def environment(config: BuildConfig, base: Path, llm: LLMClient | None) -> dict[str, Any]:
-    """Facts outside items and parameters that change outputs (part of fingerprints)."""
-    blueprints_dir = config.blueprints_path(base)
-    return {"blueprints_dir": str(blueprints_dir), "blueprints_digest": corpus_digest(blueprints_dir),
-            "llm": llm.environment() if llm else "offline-rules"}
+def environment(stages: list[Stage], setting: BuildSetting, llm: LLMClient | None) -> dict[str, Any]:
+    """Facts outside items and parameters that change outputs (part of fingerprints): the LLM
+    endpoint, and what each stage of the build brings (its ``provide_environment``)."""
+    env: dict[str, Any] = {"llm": llm.environment() if llm else "offline-rules"}
+    for stage in stages:
+        env.update(type(stage).provide_environment(setting))
+    return env
 
 
-def distractor_environment(config: BuildConfig, base: Path, options: BuildOptions) -> dict[str, Any]:
-    """Resolve each dimension's distractor source (local directory, else Hub id, else an error)."""
-    directory = _distractors_dir(config, base, options)
-    routes, sources = {}, {}
-    for key, names in sorted(config.distractors.sources.items()):
-        resolved = resolve(key, names, directory)
-        routes[key] = resolved.name
-        sources[resolved.name] = resolved.as_environment()
-    return {"routes": routes, "sources": sources}
-
-
-def _distractors_dir(config: BuildConfig, base: Path, options: BuildOptions) -> Path | None:
+def build_setting(config: BuildConfig, base: Path, options: BuildOptions) -> BuildSetting:
+    """The setting stages state their environment from; ``--distractors-dir`` wins over the config's."""
     if options.distractors_dir is not None:
-        return options.distractors_dir.resolve()
-    if config.distractors.dir:
-        return (base / config.distractors.dir).resolve()
-    return default_dir(REPO_ROOT)
+        directory: Path | None = options.distractors_dir.resolve()
+    elif config.distractors.dir:
+        directory = (base / config.distractors.dir).resolve()
+    else:
+        directory = None
+    return BuildSetting(config, base, directory)
 
 
-def aime_environment(config: BuildConfig, base: Path, options: BuildOptions) -> dict[str, Any] | None:
-    """The AIME-2025 problems for ``aime_probe``: ``aime2025/*.jsonl`` in the distractors directory,
-    else the Hub dataset; None when neither is there (the stage then drops with ``no-aime-source``)."""
-    try:
-        return resolve("aime_probe", ["aime2025"], _distractors_dir(config, base, options)).as_environment()
-    except DistractorSourceError:
-        return None
-
-
-def shortcut_settings(config: BuildConfig) -> ShortcutSettings:
+def shortcut_settings(config: BuildConfig) -> Any:
     """The shortcut gate's settings from the config's ``audit.shortcuts``; ConfigError naming the field."""
     try:
-        return settings_from(config.audit)
+        return registry.shortcut_settings_from(config.audit)
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(p) for p in error["loc"])
@@ -151,13 +133,9 @@ def build(options: BuildOptions) -> BuildOutcome:
         if llm is not None:
             llm.check_reachable()  # an unreachable endpoint stops the build before any stage runs
         oracle = _oracle_client(options, llm, cache_dir)
-        env = environment(config, base, llm)
-        oracle_env = {**env, "llm": oracle.environment()} if oracle is not None else env
         stages = select(_stages_of(config, options), options.only)
-        if any(stage.name == "distractor_pool" for stage in stages):
-            env["distractors"] = distractor_environment(config, base, options)
-        if any(stage.name == "aime_probe" for stage in stages):
-            env["aime"] = aime_environment(config, base, options)
+        env = environment(stages, build_setting(config, base, options), llm)
+        oracle_env = {**env, "llm": oracle.environment()} if oracle is not None else env
         log.info("build %s seed %d: %d stages, cache %s", config.version, config.seed, len(stages), cache_dir)
 
         def make_context(stage: Stage) -> StageContext:
@@ -177,7 +155,7 @@ def build(options: BuildOptions) -> BuildOutcome:
         if not options.only and (empty := explain_empty(stages, run, _empty_hint(config, base, options))):
             raise EmptyRelease(empty)
         if not options.only:
-            release = write_release(config, run, options.out, env, cache_dir)
+            release = write_release(config, stages, run, options.out, env, cache_dir)
             log.info("release written to %s", release)
         seconds = time.monotonic() - started
         computed = [r.name for r in run.records if not r.cached]
@@ -283,19 +261,15 @@ def _fallbacks(env: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def write_release(config: BuildConfig, run: RunResult, out: Path, env: dict[str, Any], cache_dir: Path) -> Path:
-    """Write every config, the week, the audits, exclusions, card and manifest; atomically."""
+def write_release(config: BuildConfig, stages: list[Stage], run: RunResult, out: Path, env: dict[str, Any],
+                  cache_dir: Path) -> Path:
+    """Write every stage's configs, the audits, exclusions, card and manifest; atomically."""
     writer = ReleaseWriter(out, config.version)
     stats = RowStats()
     try:
         log.info("writing release %s to %s", config.version, writer.staging)
-        base_groups = assemble.write_base_configs(writer, stats, run)
-        if "stretch" in run.outputs:
-            assemble.write_long_configs(writer, stats, base_groups, run)
-        if "aime_probe" in run.outputs:
-            assemble.write_aime_probe(writer, run)
-        if "pmbench_week" in run.outputs:
-            assemble.write_week(writer, run)
+        for stage in stages:  # in build order: blueprints and base configs, long contexts, aime_probe, week
+            stage.write_release(writer, run, stats)
         for name, output in run.outputs.items():
             if output.dropped:
                 writer.write_jsonl(f"exclusions/{name}.jsonl", (d.as_json() for d in output.dropped))
@@ -312,16 +286,16 @@ def write_release(config: BuildConfig, run: RunResult, out: Path, env: dict[str,
         sections = {}
         log.info("release data written (%d configs); running the leakage audit", len(writer.configs))
         writer.write_text("README.md", front_matter(writer.configs, config.license))
-        audit = run_audit(writer.staging, writer.staging / "audits", cache_dir=cache_dir / "embeddings",
-                          shortcut_settings=shortcut_settings(config))
+        audit = registry.audit_release(writer.staging, writer.staging / "audits", cache_dir / "embeddings",
+                                       shortcut_settings(config))
         log.info("audit done with %s; shortcut check: %s", audit.embedding_model, audit.shortcuts.verdict)
         manifest["fallbacks"]["embedding_model"] = audit.embedding_model
         manifest |= audit.shortcuts.manifest_entry()
         sections["Leakage audit"] = audit.card_markdown()
         sections["Distractor corpora"] = (card_sections.distractor_provenance(manifest["fallbacks"]["distractor_sources"])
-                                          + "\n" + assemble.distractor_section(run))
+                                          + "\n" + "".join(stage.card_text(run) for stage in stages))
         sections["Loading"] = card_sections.loading_instructions(None, config.version)
-        sections["Changelog"] = card_sections.changelog(assemble.previous_manifest(out, config.version),
+        sections["Changelog"] = card_sections.changelog(previous_manifest(out, config.version),
                                                         {**manifest, "configs": writer.configs})
         sections["Citation"] = card_sections.citation_blocks()
         writer.write_text("README.md", render_card(manifest, writer.configs, stats, sections))

@@ -14,11 +14,10 @@ import logging
 import sys
 from pathlib import Path
 
+from pipeline.registry import VERBS
+
 EXTERNAL_VERBS = {
-    "audit": ("stages.audit.cli", "rerun the leakage audits on a release directory or Hub id"),
-    "week": ("stages.week.cli", "PM-Bench week: generate, validate, stats, score, play"),
-    "show": ("stages.audit.show", "print one row as a conversation for review (times, gaps, marked turns, twins)"),
-    "eval": ("stages.eval.cli", "score a model on a release (eval compare, eval judge-check)"),
+    **VERBS,
     "publish": ("pipeline.publish", "push a release to the Hugging Face Hub, tagged with its version"),
     "verify": ("pipeline.verify", "check a release directory against its manifest (files, sha256, row counts)"),
 }
@@ -76,8 +75,7 @@ def _run_build(args: argparse.Namespace) -> int:
     from pipeline.oracle_guard import OracleDropsTooMuch
     from pipeline.release import ReleaseExists
     from pipeline.runner import UnknownStage
-    from stages.distractors.resolve import DistractorSourceError
-    from stages.load_blueprints import BlueprintProblems
+    from pipeline.errors import InputError
 
     options = BuildOptions(
         config_path=args.config, out=args.out, version=args.version, seed=args.seed, only=args.only or [],
@@ -89,7 +87,7 @@ def _run_build(args: argparse.Namespace) -> int:
     )
     try:
         outcome = build(options)
-    except (ConfigError, BlueprintProblems, ReleaseExists, UnknownStage, DistractorSourceError,
+    except (ConfigError, InputError, ReleaseExists, UnknownStage,
             EndpointUnreachable, TransientFailures, EmptyRelease, DiskFull, OracleDropsTooMuch) as exc:
         print(f"triggerbench build: {exc}{_run_log_hint(exc)}", file=sys.stderr)
         return 1

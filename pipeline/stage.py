@@ -8,6 +8,14 @@ artifact. It declares:
 - ``Params``: a pydantic model of its parameters (from the build config);
 - ``version``: bump it to invalidate caches by hand (the source code is hashed too).
 
+And, where it has any, what it brings to the build and to the release (the core asks every
+stage and names none):
+
+- ``provide_environment(setting)``: facts outside items and parameters it depends on (the
+  blueprint corpus digest, the resolved distractor sources), looked up before any stage runs;
+- ``write_release(writer, run, stats)``: the release configs made from its output;
+- ``card_text(run)``: its part of the dataset card's distractor section.
+
 Artifacts are lists of JSON-serializable dicts, each with a unique ``"id"``.
 Two flavours:
 
@@ -25,15 +33,33 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.hashing import combine, sha256_json, source_digest
 from pipeline.seeding import rng_for
 
+if TYPE_CHECKING:
+    from pipeline.config import BuildConfig
+    from pipeline.release import ReleaseWriter
+    from pipeline.runner import RunResult
+    from pipeline.stats import RowStats
+
 Item = dict[str, Any]
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class BuildSetting:
+    """What a stage may consult to state its environment: the config, the directory its relative
+    paths start from, and the distractor directory asked for (``--distractors-dir`` or the config's
+    ``distractors.dir``; None: the stage's own default)."""
+
+    config: BuildConfig
+    base: Path
+    distractors_dir: Path | None = None
 
 
 class NoParams(BaseModel):
@@ -122,6 +148,18 @@ class Stage(ABC):
     def environment_keys(self) -> tuple[str, ...]:
         """Which ``ctx.environment`` entries change this stage's output (default: none)."""
         return ()
+
+    @classmethod
+    def provide_environment(cls, setting: BuildSetting) -> dict[str, Any]:
+        """Environment entries this stage brings to the build (default: none)."""
+        return {}
+
+    def write_release(self, writer: ReleaseWriter, run: RunResult, stats: RowStats) -> None:
+        """Write the release configs made from this stage's output in ``run`` (default: none)."""
+
+    def card_text(self, run: RunResult) -> str:
+        """This stage's part of the card's distractor section (default: none)."""
+        return ""
 
     def fingerprint(self, input_fingerprints: list[str], ctx: StageContext) -> str:
         """Content fingerprint: inputs + parameters + code version + seed + environment."""

@@ -21,14 +21,21 @@ import json
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline import tokenizer
 from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.seeding import derive_seed
-from pipeline.stage import Dropped, Item, Stage, StageContext, StageOutput
+from pipeline.assemble import group_rows, write_groups
+from pipeline.stage import BuildSetting, Dropped, Item, Stage, StageContext, StageOutput
+from stages.distractors.resolve import DistractorSourceError, resolve, setting_dir
+
+if TYPE_CHECKING:
+    from pipeline.release import ReleaseWriter
+    from pipeline.runner import RunResult
+    from pipeline.stats import RowStats
 
 FORMAT_HINT = "Please reason step by step, and put your final answer within \\boxed{}."
 MATH_ASK = "Different topic for a moment: my niece sent me this competition problem and I'm stuck. {problem}\n\n{hint}"
@@ -144,6 +151,19 @@ class AimeProbe(Stage):
 
     def environment_keys(self) -> tuple[str, ...]:
         return ("aime",)
+
+    @classmethod
+    def provide_environment(cls, setting: BuildSetting) -> dict[str, Any]:
+        """``aime``: the AIME-2025 problems (``aime2025/*.jsonl`` in the distractors directory, else the
+        Hub dataset), or None when neither is there (the stage then drops with ``no-aime-source``)."""
+        try:
+            return {"aime": resolve("aime_probe", ["aime2025"], setting_dir(setting)).as_environment()}
+        except DistractorSourceError:
+            return {"aime": None}
+
+    def write_release(self, writer: ReleaseWriter, run: RunResult, stats: RowStats) -> None:
+        """The ``aime_probe`` config (test split only), when there were problems to pair."""
+        write_groups(writer, group_rows(run.outputs[self.name].items))
 
     def run(self, inputs: dict[str, list[Item]], ctx: StageContext) -> StageOutput:
         source = ctx.environment.get("aime")

@@ -15,11 +15,12 @@ from pipeline.bounds import Count
 
 from pipeline.blueprints.loader import Corpus, load_corpus
 from pipeline.blueprints.schema import to_json
+from pipeline.errors import InputError
 from pipeline.hashing import combine, sha256_file
-from pipeline.stage import Dropped, Stage, StageContext, StageOutput
+from pipeline.stage import BuildSetting, Dropped, Stage, StageContext, StageOutput
 
 
-class BlueprintProblems(Exception):
+class BlueprintProblems(InputError):
     """The corpus has problems; the message lists them all."""
 
 
@@ -32,6 +33,12 @@ def corpus_digest(root: Path) -> str:
     """Digest of every YAML file under ``root`` (relative path + bytes)."""
     files = sorted(p for p in root.rglob("*") if p.suffix in {".yaml", ".yml"} and p.is_file())
     return combine(*(f"{p.relative_to(root).as_posix()}:{sha256_file(p)}" for p in files))
+
+
+def blueprint_environment(setting: BuildSetting) -> dict[str, str]:
+    """The blueprint directory of a build and the digest of its YAML files."""
+    root = setting.config.blueprints_path(setting.base)
+    return {"blueprints_dir": str(root), "blueprints_digest": corpus_digest(root)}
 
 
 def _load(ctx: StageContext, lint: bool = True) -> Corpus:
@@ -51,6 +58,10 @@ class LoadBlueprints(Stage):
 
     def environment_keys(self) -> tuple[str, ...]:
         return ("blueprints_digest",)
+
+    @classmethod
+    def provide_environment(cls, setting: BuildSetting) -> dict[str, str]:
+        return blueprint_environment(setting)
 
     def run(self, inputs: dict, ctx: StageContext) -> StageOutput:
         corpus = _load(ctx)
@@ -74,6 +85,10 @@ class LoadFillers(Stage):
 
     def environment_keys(self) -> tuple[str, ...]:
         return ("blueprints_digest",)
+
+    @classmethod
+    def provide_environment(cls, setting: BuildSetting) -> dict[str, str]:
+        return blueprint_environment(setting)
 
     def run(self, inputs: dict, ctx: StageContext) -> StageOutput:
         corpus = _load(ctx, lint=False)  # load_blueprints lints the corpus

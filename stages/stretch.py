@@ -4,7 +4,7 @@ In: ``dialogues`` items (main) and ``distractor_pool`` snippets (side). Out: pla
 ``{"id": "<blueprint>@<length>", "blueprint_id", "context", "source", "insert_index",
 "snippets", "timestamps", "injected_tokens", "filtered"}``. A plan is shared by every row
 of its blueprint at that length (Pos-Clean, Pos-Over, Neg-Clean, explicit, RM): a
-controlled comparison. ``materialize`` (used by the release writer) turns a base row and
+controlled comparison. ``stages.long_configs.materialize`` (at release) turns a base row and
 its plan into the long row.
 
 Placement policy: the whole block of snippets goes right after the assistant's reply to
@@ -21,10 +21,10 @@ are sums of per-snippet counts, never a re-tokenization.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -41,7 +41,13 @@ from stages.distractors import semantic
 from stages.distractors.fill import fill_budget
 from stages.distractors.semantic import SemanticFilter
 from stages.timing import Placement, TimingParams, TypingModel
+from stages.long_configs import shifted, write_long_configs
 from stages.variants import explicit_turns, render_messages, variant_turns
+
+if TYPE_CHECKING:
+    from pipeline.release import ReleaseWriter
+    from pipeline.runner import RunResult
+    from pipeline.stats import RowStats
 
 TOLERANCE = 0.01
 
@@ -109,6 +115,10 @@ class Stretch(MapStage):
 
     def environment_keys(self) -> tuple[str, ...]:
         return ("distractors",)
+
+    def write_release(self, writer: ReleaseWriter, run: RunResult, stats: RowStats) -> None:
+        """``pm_<N>k``, ``rm_<N>k`` and ``explicit_40k``: base rows with this stage's plans injected."""
+        write_long_configs(writer, run, stats)
 
     def code_version(self) -> str:
         """This module, its helpers and the embedding model the semantic filter uses."""
@@ -302,49 +312,4 @@ def _head_token_delta(head: list[dict], shift: int) -> int:
     """Token change of the head's timestamp prefixes when they move back ``shift`` minutes."""
     if not shift:
         return 0
-    return sum(prefix_tokens(_shifted(t["at"], shift)) - prefix_tokens(t["at"]) for t in head if t["role"] == "user")
-
-
-def _shifted(at: str, minutes: int) -> str:
-    return (_parse(at) - timedelta(minutes=minutes)).strftime(TIME_FORMAT)
-
-
-def _move_back(message: dict, minutes: int) -> dict:
-    """A rendered message with its ``[timestamp]`` prefix (user turns) moved back ``minutes``."""
-    if not minutes or message["role"] != "user":
-        return message
-    stamp, _, body = message["content"].partition("] ")
-    return {**message, "content": f"[{_shifted(stamp[1:], minutes)}] {body}"}
-
-
-def materialize(row: dict, plan: Item, snippets: dict[str, Item]) -> dict:
-    """The long-context row: the base row with the plan's snippets injected and its head moved back."""
-    injected: list[dict] = []
-    stamps = iter(plan["timestamps"])
-    for snippet_id, start, end in plan["snippets"]:
-        for role, content in snippets[snippet_id]["messages"][start:end]:
-            injected.append({"role": role, "content": f"[{next(stamps)}] {content}" if role == "user" else content})
-    at = plan["insert_index"]
-    size = len(injected)
-
-    def shift(index: int | None) -> int | None:
-        return None if index is None else index + size if index >= at else index
-
-    head = [_move_back(m, plan.get("head_shift_minutes", 0)) for m in row["messages"][:at]]
-    messages = head + injected + row["messages"][at:]
-    long_row = {
-        **row,
-        "id": row["id"].rsplit(".", 1)[0] + f".{plan['context']}",
-        "context": plan["context"],
-        "messages": messages,
-        "constraint_turns": [shift(i) for i in row["constraint_turns"]],
-        "n_tokens": row["n_tokens"] + plan["injected_tokens"],
-        "n_turns": len(messages),
-        "distractor_source": plan["source"],
-        "provenance": json.dumps({**json.loads(row["provenance"]), "stretch": plan["stretch"], "plan": plan["id"]},
-                                 sort_keys=True),
-    }
-    if "trigger_turn" in row:
-        long_row.update(trigger_turn=len(messages) - 1, resolution_turn=shift(row["resolution_turn"]),
-                        filler_turns=[shift(i) for i in row["filler_turns"]], injected_turns=list(range(at, at + size)))
-    return long_row
+    return sum(prefix_tokens(shifted(t["at"], shift)) - prefix_tokens(t["at"]) for t in head if t["role"] == "user")

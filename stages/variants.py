@@ -18,12 +18,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from pipeline import tokenizer
+from pipeline.assemble import blueprint_rows, group_rows, write_groups
+from pipeline.schemas import schema_for
 from pipeline.stage import Item, MapStage, StageContext
 from stages.generate.rm import RMParams, generate_probe
+
+if TYPE_CHECKING:
+    from pipeline.release import ReleaseWriter
+    from pipeline.runner import RunResult
+    from pipeline.stats import RowStats
 
 Turns = list[dict]
 RM_DIMENSIONS = ("state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery")
@@ -101,6 +109,13 @@ class Variants(MapStage):
 
     def environment_keys(self) -> tuple[str, ...]:
         return ("llm",)
+
+    def write_release(self, writer: ReleaseWriter, run: RunResult, stats: RowStats) -> None:
+        """``blueprints`` (every kept blueprint, after the oracles) and the base configs
+        (``pm_base``, ``explicit_base``, ``rm_base``)."""
+        for split, rows in sorted(blueprint_rows(run.outputs["oracle_necessity"].items).items()):
+            writer.write_config("blueprints", split, schema_for("blueprints"), rows)
+        write_groups(writer, group_rows(run.outputs[self.name].items), stats)
 
     def process(self, item: Item, ctx: StageContext) -> list[Item]:
         counts: dict[str, int] = {}

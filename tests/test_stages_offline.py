@@ -29,7 +29,8 @@ from stages.load_blueprints import LoadBlueprints, LoadFillers, corpus_digest
 from stages.oracles import OracleNecessity, OracleSufficiency
 from stages.scale import Dedupe, Scale
 from stages.split import Split
-from stages.stretch import Stretch, materialize
+from stages.long_configs import materialize
+from stages.stretch import Stretch
 from stages.variants import Variants
 from tests.conftest import REPO
 

@@ -15,14 +15,20 @@ import io
 import json
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from pipeline import tokenizer
 from pipeline.hashing import combine, source_digest
-from pipeline.stage import Dropped, Stage, StageContext, StageOutput
+from pipeline.stage import BuildSetting, Dropped, Stage, StageContext, StageOutput
 from stages.distractors import loaders, units
+from stages.distractors.card import distractor_section
+from stages.distractors.resolve import distractor_environment
 from stages.distractors.units import TIME_PATTERNS, Conversation, exchanges, time_patterns
+
+if TYPE_CHECKING:
+    from pipeline.runner import RunResult
 
 
 class PoolParams(BaseModel):
@@ -85,6 +91,14 @@ class DistractorPool(Stage):
 
     def environment_keys(self) -> tuple[str, ...]:
         return ("distractors",)
+
+    @classmethod
+    def provide_environment(cls, setting: BuildSetting) -> dict[str, object]:
+        """The resolved source of every dimension (a local directory, else a Hub id, else an error)."""
+        return {"distractors": distractor_environment(setting)}
+
+    def card_text(self, run: RunResult) -> str:
+        return distractor_section(run)
 
     def code_version(self) -> str:
         """This module and the loaders and filters it calls (sibling modules are not in the default digest)."""

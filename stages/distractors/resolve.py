@@ -12,8 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.config import REPO_ROOT
+from pipeline.errors import InputError
 from pipeline.hashing import combine, sha256_file
 from pipeline.hub.offline import hub_reachable
+from pipeline.stage import BuildSetting
 
 LOCAL_PATTERNS: dict[str, tuple[str, ...]] = {
     "multiwoz": ("multiwoz/data.json", "multiwoz/val.json.zip", "multiwoz/*.json.zip", "multiwoz/dialogues_*.json",
@@ -31,7 +34,7 @@ HUB_IDS: dict[str, str] = {
 }
 
 
-class DistractorSourceError(Exception):
+class DistractorSourceError(InputError):
     """No source could be resolved for a dimension; the message names both ways to supply one."""
 
 
@@ -52,6 +55,22 @@ class ResolvedSource:
 def default_dir(repo_root: Path) -> Path | None:
     candidate = repo_root.parent / "shared" / "data"
     return candidate if candidate.is_dir() else None
+
+
+def setting_dir(setting: BuildSetting) -> Path | None:
+    """The distractors directory of a build: the one asked for, else ``../shared/data`` beside the checkout."""
+    return setting.distractors_dir or default_dir(REPO_ROOT)
+
+
+def distractor_environment(setting: BuildSetting) -> dict[str, object]:
+    """Each source key's resolved corpus (``routes``) and every resolved corpus (``sources``)."""
+    directory = setting_dir(setting)
+    routes, sources = {}, {}
+    for key, names in sorted(setting.config.distractors.sources.items()):
+        resolved = resolve(key, names, directory)
+        routes[key] = resolved.name
+        sources[resolved.name] = resolved.as_environment()
+    return {"routes": routes, "sources": sources}
 
 
 def resolve_local(name: str, directory: Path | None) -> ResolvedSource | None:

@@ -7,6 +7,9 @@ week as ``week/week.json`` and flattens it with :func:`stages.week.release.week_
 
 from __future__ import annotations
 
+import json
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict
 
 import stages.week as week_package
@@ -14,8 +17,14 @@ from pipeline.hashing import combine, source_digest
 from pipeline.stage import Item, Stage, StageContext, StageOutput
 from stages.week.generator import generate_week
 from stages.week.oracle import audit_week
+from stages.week.release import week_configs
 from stages.week.stats import week_stats
 from stages.week.validator import validate_week
+
+if TYPE_CHECKING:
+    from pipeline.release import ReleaseWriter
+    from pipeline.runner import RunResult
+    from pipeline.stats import RowStats
 
 
 class WeekParams(BaseModel):
@@ -53,3 +62,10 @@ class PMBenchWeekStage(Stage):
         stats = week_stats(week)
         stats.update(week_sha256=week.digest(), perfect_play_hits=audit.hits)
         return StageOutput(items=[{"id": f"pmbench-week-seed{seed}", "week": week.to_json()}], stats=stats)
+
+    def write_release(self, writer: ReleaseWriter, run: RunResult, stats: RowStats) -> None:
+        """``week/week.json`` and the flattened ``pmbench_week*`` configs."""
+        week = run.outputs[self.name].items[0]["week"]
+        writer.write_text("week/week.json", json.dumps(week, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        for name, (schema, rows) in sorted(week_configs(week).items()):
+            writer.write_config(name, "test", schema, rows)

@@ -1,0 +1,86 @@
+"""The long-context release configs: base rows with a ``stretch`` plan's snippets injected.
+
+In: the base rows (``variants``), the plans (``stretch``) and the snippets (``distractor_pool``) of
+a build. Out: ``pm_<N>k``, ``rm_<N>k`` and ``explicit_40k`` rows, streamed into the release
+(``write_long_configs``, asked for by :meth:`Stretch.write_release <stages.stretch.Stretch.write_release>`);
+``materialize`` makes one row.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from pipeline.assemble import group_rows
+from pipeline.blueprints.schema import TIME_FORMAT
+from pipeline.schemas import schema_for
+from pipeline.stage import Item
+
+if TYPE_CHECKING:
+    from pipeline.release import ReleaseWriter
+    from pipeline.runner import RunResult
+    from pipeline.stats import RowStats
+
+
+def write_long_configs(writer: ReleaseWriter, run: RunResult, stats: RowStats) -> None:
+    """Materialize ``pm_*k``, ``rm_*k`` and ``explicit_40k`` from base rows and stretch plans, streaming."""
+    base_groups = group_rows(run.outputs["variants"].items)
+    plans = {(p["blueprint_id"], p["context"]): p for p in run.outputs["stretch"].items}
+    snippets = {s["id"]: s for s in run.outputs["distractor_pool"].items}
+    contexts = sorted({context for _, context in plans}, key=lambda c: int(c[:-1]))
+    families = [("pm", "pm_base", contexts), ("rm", "rm_base", contexts), ("explicit", "explicit_base", ["40k"])]
+    for family, base_config, wanted in families:
+        for context in wanted:
+            name = f"{family}_{context}"
+            for split in ("test", "dev"):
+                rows = base_groups.get((base_config, split), [])
+                long_rows = (materialize(row, plans[(row["blueprint_id"], context)], snippets)
+                             for row in rows if (row["blueprint_id"], context) in plans)
+                writer.write_config(name, split, schema_for(name), long_rows, observe=stats.observer(name))
+
+
+def shifted(at: str, minutes: int) -> str:
+    """``at`` (a ``TIME_FORMAT`` stamp) moved back ``minutes``."""
+    return (datetime.strptime(at, TIME_FORMAT) - timedelta(minutes=minutes)).strftime(TIME_FORMAT)
+
+
+def _move_back(message: dict, minutes: int) -> dict:
+    """A rendered message with its ``[timestamp]`` prefix (user turns) moved back ``minutes``."""
+    if not minutes or message["role"] != "user":
+        return message
+    stamp, _, body = message["content"].partition("] ")
+    return {**message, "content": f"[{shifted(stamp[1:], minutes)}] {body}"}
+
+
+def materialize(row: dict, plan: Item, snippets: dict[str, Item]) -> dict:
+    """The long-context row: the base row with the plan's snippets injected and its head moved back."""
+    injected: list[dict] = []
+    stamps = iter(plan["timestamps"])
+    for snippet_id, start, end in plan["snippets"]:
+        for role, content in snippets[snippet_id]["messages"][start:end]:
+            injected.append({"role": role, "content": f"[{next(stamps)}] {content}" if role == "user" else content})
+    at = plan["insert_index"]
+    size = len(injected)
+
+    def shift(index: int | None) -> int | None:
+        return None if index is None else index + size if index >= at else index
+
+    head = [_move_back(m, plan.get("head_shift_minutes", 0)) for m in row["messages"][:at]]
+    messages = head + injected + row["messages"][at:]
+    long_row = {
+        **row,
+        "id": row["id"].rsplit(".", 1)[0] + f".{plan['context']}",
+        "context": plan["context"],
+        "messages": messages,
+        "constraint_turns": [shift(i) for i in row["constraint_turns"]],
+        "n_tokens": row["n_tokens"] + plan["injected_tokens"],
+        "n_turns": len(messages),
+        "distractor_source": plan["source"],
+        "provenance": json.dumps({**json.loads(row["provenance"]), "stretch": plan["stretch"], "plan": plan["id"]},
+                                 sort_keys=True),
+    }
+    if "trigger_turn" in row:
+        long_row.update(trigger_turn=len(messages) - 1, resolution_turn=shift(row["resolution_turn"]),
+                        filler_turns=[shift(i) for i in row["filler_turns"]], injected_turns=list(range(at, at + size)))
+    return long_row
