@@ -1,4 +1,4 @@
-"""Request statistics of the LLM client, in the shape the manifest wants (SPEC).
+"""Request statistics of the LLM client, in the shape the manifest's ``stages[].stats.llm`` entry has.
 
 Definitions (every counter is an integer):
 

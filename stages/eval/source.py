@@ -3,7 +3,7 @@
 The release is located with the audit's reader (:func:`stages.audit.reader.open_source`); the
 rows are read here, since evaluation needs columns the audit does not (reference intent, gold
 slots, seed family, RM question and answers) and the ``rm_*`` configs. A local release is read
-straight from its parquet shards (the SPEC layout); a Hub id through ``datasets.load_dataset``
+straight from its parquet shards (the release layout: ``data/<config>/<split>-*.parquet``); a Hub id through ``datasets.load_dataset``
 (which also works offline from the datasets cache).
 """
 
