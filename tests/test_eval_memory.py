@@ -176,13 +176,15 @@ def test_mem0_reads_every_turn_recalls_for_the_trigger_and_reruns_from_the_cache
     rows = _rows(release, "pm_base")[: int(LIMIT)]
     args = ("eval", str(release), "--config", "pm_base", "--limit", LIMIT, "--model", "scripted-model", "--temperature", "0",
             "--out", str(tmp_path / "mem0"), "--memory", "mem0")
+    home = {"HOME": str(tmp_path / "home")}  # mem0 writes ~/.mem0 on import unless told otherwise
     with ScriptedServer(handler=_extractor) as server:
-        done = run_cli(*args, "--base-url", server.base_url, timeout=900)
+        done = run_cli(*args, "--base-url", server.base_url, env=home, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
         sent = server.chat_requests()
-        again = run_cli(*args, "--base-url", server.base_url, timeout=900)
+        again = run_cli(*args, "--base-url", server.base_url, env=home, timeout=900)
         assert again.returncode == 0 and len(server.chat_requests()) == len(sent)  # the curation replays from the cache
     assert "model requests sent     0" in again.stdout and "Inserting" not in done.stderr + again.stderr
+    assert not (tmp_path / "home" / ".mem0").exists() and not list((tmp_path / "mem0").glob("mem0-*"))  # nothing left
     extractions = [r.body["messages"][-1]["content"] for r in sent if MEM0_MARK in r.body["messages"][0]["content"]]
     lines = {x["row_id"]: x for x in pq.read_table(tmp_path / "mem0" / "responses.parquet").to_pylist()}
     for row in rows:

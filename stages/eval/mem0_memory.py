@@ -9,7 +9,8 @@ Offline and reproducible:
 
 - the embedder is the bundled MiniLM (``huggingface`` provider on its local directory), the
   vector store a local on-disk qdrant and the history a SQLite file, all in a fresh directory
-  of the run, removed at the end; telemetry is switched off before ``mem0`` is imported;
+  of the run, removed at the end; telemetry is switched off and ``MEM0_DIR`` (where mem0 writes
+  its config file on import) points into that directory unless already set;
 - Mem0's LLM calls go through :class:`Mem0LLM`, which sends them with the run's client (same
   endpoint, request cache, failure log and counts as every other request), so a killed run
   resumes and a rerun replays the whole curation from the cache, sending nothing;
@@ -106,7 +107,9 @@ class Mem0Store:
     def open(cls, run_dir: Path, send: Callable[[ChatRequest], LLMResult]) -> Mem0Store:
         """A store in a new directory under ``run_dir`` with the bundled MiniLM as embedder."""
         check_installed()
+        root = Path(tempfile.mkdtemp(prefix="mem0-", dir=run_dir))
         os.environ["MEM0_TELEMETRY"] = "False"  # before mem0 is imported: a benchmark run sends nothing home
+        os.environ.setdefault("MEM0_DIR", str(root / "home"))  # mem0 writes a config file there on import, not in ~/.mem0
         from mem0 import Memory
 
         for name in ("mem0", "qdrant_client"):  # per-insert info lines and notes on optional extras (spaCy, BM25)
@@ -114,7 +117,6 @@ class Mem0Store:
 
         from stages.audit.embeddings import bundled_model_dir
 
-        root = Path(tempfile.mkdtemp(prefix="mem0-", dir=run_dir))
         config = {
             "vector_store": {"provider": "qdrant", "config": {"path": str(root / "qdrant"), "on_disk": True,
                                                               "collection_name": "triggerbench", "embedding_model_dims": 384}},
