@@ -6,8 +6,8 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-DIMENSION_ORDER = ("state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery", "safe_coding")
-VARIANT_ORDER = ("pos_clean", "pos_over", "neg_clean")
+from pipeline.vocabulary import DIMENSIONS as DIMENSION_ORDER
+from pipeline.vocabulary import VARIANTS as VARIANT_ORDER
 
 
 @dataclass

@@ -26,6 +26,7 @@ from pipeline import tokenizer
 from pipeline.assemble import blueprint_rows, group_rows, write_groups
 from pipeline.schemas import schema_for
 from pipeline.stage import Item, MapStage, StageContext
+from pipeline.vocabulary import RM_DIMENSIONS
 from stages.generate.rm import RMParams, generate_probe
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from pipeline.stats import RowStats
 
 Turns = list[dict]
-RM_DIMENSIONS = ("state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery")
 
 
 def render_messages(turns: Turns) -> list[dict]:

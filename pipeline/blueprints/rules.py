@@ -17,6 +17,7 @@ from pipeline.blueprints import taxonomy
 from pipeline.blueprints.schema import Blueprint
 from pipeline.blueprints.slots import PLACEHOLDER, placeholder_names, provided_names, render, single_changes
 from pipeline.text import content_words, mentions
+from pipeline.vocabulary import ZERO_OVERLAP_DIMENSIONS
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,6 @@ class Problem:
 
 RuleFn = Callable[[Blueprint], list[Problem]]
 RULES: dict[str, RuleFn] = {}
-ZERO_OVERLAP_DIMENSIONS = ("state_tracking", "temporal_grounding", "attention_recovery")
 DELEGATION = re.compile(r"\b(remind me|don'?t let me forget|make sure (?:that )?i|ping me|nudge me|alert me)\b", re.I)
 
 

@@ -14,7 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-Dimension = Literal["state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery", "safe_coding"]
+from pipeline.vocabulary import Dimension
+
 Domain = Literal[
     "work_professional", "health_dietary", "transit_travel", "home_household", "finance_budget",
     "family_parenting", "social_relationships", "education_study", "shopping_errands", "pets_animals",

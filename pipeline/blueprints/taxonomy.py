@@ -8,13 +8,6 @@ A test checks this table against that file.
 
 from __future__ import annotations
 
-DIMENSIONS: tuple[str, ...] = (
-    "state_tracking",
-    "temporal_grounding",
-    "logical_adherence",
-    "attention_recovery",
-    "safe_coding",
-)
 
 SUBTYPES: dict[str, tuple[str, ...]] = {
     "state_tracking": (

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from pipeline.vocabulary import ZERO_OVERLAP_DIMENSIONS
+
 if TYPE_CHECKING:
     from stages.audit.run import AuditResult
 
@@ -34,7 +36,7 @@ PAPER_TABLE9 = {
     "attention_recovery": ((0.489, 0.043), (0.650, 0.032), (0.428, 0.039), (0.619, 0.034)),
     "safe_coding": ((0.553, 0.089), (0.532, 0.036), (0.456, 0.049), (0.626, 0.028)),
 }
-LEAK_FREE_DIMENSIONS = ("state_tracking", "temporal_grounding", "attention_recovery")
+LEAK_FREE_DIMENSIONS = ZERO_OVERLAP_DIMENSIONS
 ZERO_OVERLAP_GOAL = 98.0
 PAIR_LABELS = {"ct": "C-T", "c_theta": "C-Θ", "t_theta": "T-Θ", "theta_theta": "Θ-Θ"}
 PLOTS = ("overlap_distributions.png", "similarity_heatmap.png", "ct_vs_background.png")

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from pipeline.progress import progress
 from pipeline.text import MIN_WORD_LENGTH, STOPWORD_LIST_NAME
+from pipeline.vocabulary import CONSTRAINT_FORMS, CONTEXTS, DIMENSIONS, VARIANTS
 from stages.audit import lexical, semantic
 from stages.audit.embeddings import EmbedStats, Embedder, EmbeddingModelChoice, load_embedding_model
 from stages.audit.reader import ReleaseSource, iter_rows, open_source
@@ -25,10 +26,7 @@ from stages.audit.shortcuts import ShortcutAudit, ShortcutCollector, ShortcutSet
 
 log = logging.getLogger(__name__)
 
-DIMENSION_ORDER = ("state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery", "safe_coding")
-VARIANT_ORDER = ("pos_clean", "pos_over", "neg_clean")
-CONTEXT_ORDER = ("base", "20k", "40k", "60k", "80k", "100k")
-FORM_ORDER = ("implicit", "explicit")
+DIMENSION_ORDER, VARIANT_ORDER, CONTEXT_ORDER, FORM_ORDER = DIMENSIONS, VARIANTS, CONTEXTS, CONSTRAINT_FORMS
 LEXICAL_KEYS = ("constraint_form", "context", "dimension", "variant")
 SEMANTIC_KEYS = ("constraint_form", "context", "dimension", "variant")
 ROW_SCHEMA = pa.schema([

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.llm import ChatRequest, LLMClient, LLMConfig, RequestCache
+from pipeline.vocabulary import Dimension
 from stages.eval.endpoint import EndpointCheck, needs_network
 from stages.eval.judge import JUDGE_MAX_TOKENS, JudgeView, Verdict, pm_judge_messages
 from stages.eval.scorers import agreement
@@ -32,7 +33,7 @@ class JudgeCase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     id: str
-    dimension: Literal["state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery", "safe_coding"]
+    dimension: Dimension
     kind: Literal["positive", "negative", "paraphrase", "keyword_only"]
     context: str
     trigger: str

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pipeline.vocabulary import VARIANTS
 from stages.eval.bootstrap import RESAMPLES, family_interval
 from stages.eval.source import config_kind
 
-VARIANTS = ("pos_clean", "pos_over", "neg_clean")
 CONTEXTS = ("base", "20k", "40k", "60k", "80k", "100k")
 Line = dict[str, Any]
 

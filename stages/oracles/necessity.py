@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pipeline.bounds import Temperature, Tokens
 
-from pipeline.blueprints.rules import ZERO_OVERLAP_DIMENSIONS
+from pipeline.vocabulary import ZERO_OVERLAP_DIMENSIONS
 from pipeline.seeding import derive_seed
 from pipeline.stage import Dropped, Item, Stage, StageContext, StageOutput
 from stages.oracles import llm_checks, rules

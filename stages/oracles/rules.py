@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.blueprints.rules import ZERO_OVERLAP_DIMENSIONS
+from pipeline.vocabulary import ZERO_OVERLAP_DIMENSIONS
 from pipeline.blueprints.taxonomy import NEEDS_NEGATIVE
 from pipeline.text import content_words, mentions
 from stages.oracles.outcome import OFFLINE_METHOD, Outcome

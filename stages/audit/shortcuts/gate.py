@@ -16,7 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-TEXT_GATED = ("state_tracking", "temporal_grounding", "attention_recovery")
+from pipeline.vocabulary import ZERO_OVERLAP_DIMENSIONS
+
+TEXT_GATED = ZERO_OVERLAP_DIMENSIONS
 # invariant -> the largest value that passes (per config and dimension)
 INVARIANT_LIMITS = {"no_messages_rows": 0, "role_break_rows": 0, "backwards_rows": 0, "missing_stamp_rows": 0, "not_user_first_rows": 0,
                     "not_user_last_rows": 0, "injected_time_turns": 0}

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pipeline.vocabulary import DIMENSIONS
 from stages.audit.shortcuts.table import FORM, TEXT
 
 PLOT = "shortcut_finders.png"
-DIMENSIONS = ("state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery", "safe_coding")
 SHORT = {"state_tracking": "ST", "temporal_grounding": "TG", "logical_adherence": "LA", "attention_recovery": "AR",
          "safe_coding": "SC"}
 LIST_LIMIT = 40
