@@ -15,12 +15,18 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 STOPWORD_LIST_NAME = "scikit-learn ENGLISH_STOP_WORDS (318 words)"
 MIN_WORD_LENGTH = 4
 _WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
-_TIMESTAMP = re.compile(r"^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}\]\s*")
+_TIMESTAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T\d{2}:\d{2})\]\s*")
 
 
 def strip_timestamp(text: str) -> str:
     """Remove a leading ``[YYYY-MM-DDTHH:MM] `` prefix."""
     return _TIMESTAMP.sub("", text, count=1)
+
+
+def timestamp_of(text: str) -> str | None:
+    """The ``YYYY-MM-DDTHH:MM`` stamp a user turn starts with (``[...]``), or None."""
+    found = _TIMESTAMP.match(text)
+    return found.group(1) if found else None
 
 
 def word_count(text: str | None) -> int:

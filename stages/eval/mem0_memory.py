@@ -26,16 +26,16 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipeline.llm import ChatRequest, LLMResult
+from pipeline.text import timestamp_of
 
 MEM0_VERSION = "2.2.1"
 MAX_TOKENS = 1024
 _DATE_LINE = re.compile(r"^(## (?:Observation|Current) Date\n)\d{4}-\d{2}-\d{2}$", re.M)
-_STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2})T")
 
 
 class Mem0Unavailable(ValueError):
@@ -65,8 +65,8 @@ def check_installed() -> None:
 def conversation_date(row: Mapping[str, Any]) -> str:
     """The date of the row's trigger (``[YYYY-MM-DDT..]`` stamp), else of its last stamped turn, else ``"unknown"``."""
     for message in reversed(row["messages"]):
-        if found := _STAMP.match(str(message["content"])):
-            return found.group(1)
+        if stamp := timestamp_of(str(message["content"])):
+            return stamp[:10]
     return "unknown"
 
 
@@ -82,14 +82,12 @@ class Mem0LLM:
     send: Callable[[ChatRequest], LLMResult]
     date: str = "unknown"
     tag: str = ""
-    sent: list[LLMResult] = field(default_factory=list)
 
     def generate_response(self, messages: Sequence[Mapping[str, str]], response_format: Any = None,
                           tools: Any = None, tool_choice: str = "auto", **_: Any) -> str:
         fixed = [{"role": str(m["role"]), "content": _DATE_LINE.sub(rf"\g<1>{self.date}", str(m["content"]))}
                  for m in messages]
         result = self.send(ChatRequest(fixed, temperature=0.0, max_tokens=MAX_TOKENS, tag=self.tag))
-        self.sent.append(result)
         if not result.ok:
             raise Mem0RequestFailed(result)
         return result.text or ""
