@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
 STOPWORD_LIST_NAME = "scikit-learn ENGLISH_STOP_WORDS (318 words)"
 MIN_WORD_LENGTH = 4
 _WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
@@ -27,6 +25,14 @@ def timestamp_of(text: str) -> str | None:
     """The ``YYYY-MM-DDTHH:MM`` stamp a user turn starts with (``[...]``), or None."""
     found = _TIMESTAMP.match(text)
     return found.group(1) if found else None
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    """scikit-learn's English stopwords, imported on first use (sklearn costs a second to import)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 def word_count(text: str | None) -> int:
@@ -45,10 +51,10 @@ def content_words(text: str) -> frozenset[str]:
 
     Possessive/contraction suffixes are dropped (``alice's`` -> ``alice``).
     """
-    found = set()
+    found, stop_words = set(), _stop_words()
     for token in words(strip_timestamp(text)):
         token = re.split(r"['’]", token, maxsplit=1)[0]
-        if len(token) >= MIN_WORD_LENGTH and token not in ENGLISH_STOP_WORDS:
+        if len(token) >= MIN_WORD_LENGTH and token not in stop_words:
             found.add(token)
     return frozenset(found)
 

@@ -9,15 +9,13 @@ variants, the explicit form, long contexts, the RM probe) listed by id and confi
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import textwrap
 from datetime import datetime
 from typing import Any
 
+from pipeline.text import strip_timestamp, timestamp_of
 from stages.audit.reader import AuditSourceError, ReleaseSource, _splits, open_source
-
-_STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T\d{2}:\d{2})\]\s*")
 WIDTH = 100
 
 
@@ -41,11 +39,18 @@ def config_of(row_id: str) -> str:
 
 
 def find_row(release: ReleaseSource, config: str, row_id: str) -> dict[str, Any] | None:
+    """The row ``row_id`` of ``config``, or None.
+
+    Every split is read to its end: a streaming parquet reader left suspended mid-file keeps
+    arrow's read-ahead threads alive, and the interpreter then aborts at exit
+    ("terminate called without an active exception").
+    """
+    found = None
     for dataset in _splits(release, config).values():
         for row in dataset:
-            if row["id"] == row_id:
-                return row
-    return None
+            if found is None and row["id"] == row_id:
+                found = row
+    return found
 
 
 def _marks(row: dict[str, Any]) -> dict[int, str]:
@@ -73,14 +78,14 @@ def render(row: dict[str, Any], full: bool = False) -> list[str]:
 
     for i, message in enumerate(messages):
         content = message["content"] or ""
-        match = _STAMP.match(content)
+        found = timestamp_of(content)
         stamp = gap = ""
-        if match:
-            at = datetime.fromisoformat(match.group(1))
-            stamp = match.group(1).replace("T", " ")
+        if found:
+            at = datetime.fromisoformat(found)
+            stamp = found.replace("T", " ")
             gap = "" if previous is None else f" (+{int((at - previous).total_seconds() // 60)} min)"
             previous = at
-            content = content[match.end():]
+            content = strip_timestamp(content)
         if i in injected and not full:
             block.append(i)
             continue
