@@ -8,7 +8,7 @@ audits -> release.
 | load_blueprints | stages/load_blueprints.py | YAML files -> seed blueprints |
 | load_fillers | stages/load_blueprints.py | YAML files -> filler pools by topic |
 | scale | stages/scale/offline.py | seed -> scaled blueprints (slot filling) |
-| dedupe | stages/scale/dedupe.py | scaled -> kept (near-duplicates and over-target dropped) |
+| dedupe | stages/scale/dedupe.py | scaled -> kept (near-duplicates and over_target dropped) |
 | split | stages/split.py | kept -> kept with test/dev by seed family |
 | oracle_sufficiency | stages/oracles/sufficiency.py | constraint+trigger skeleton must be solvable (LLM judge, or rules offline) |
 | oracle_necessity | stages/oracles/necessity.py | the trigger alone must not give the intervention away |

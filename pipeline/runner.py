@@ -28,6 +28,7 @@ from pipeline.hashing import combine, sha256_json
 from pipeline.llm.errors import TransientFailures
 from pipeline.llm.stats import LLMStats
 from pipeline.stage import Drop, Dropped, MapStage, Stage, StageContext, StageOutput
+from pipeline.vocabulary import DropReason, llm_drop_reason
 
 log = logging.getLogger("triggerbench")
 _LLM_COUNTERS = ("requests", "cache_hits", "retries", "rate_limited", "transient_errors", "repairs", "failures",
@@ -190,7 +191,7 @@ def _run_map(stage: MapStage, inputs: dict[str, list[dict]], ctx: StageContext, 
         if stored["items"]:
             output.items.extend(stored["items"])
         elif not stored.get("dropped"):
-            output.dropped.append(Dropped(item["id"], "no-output", "the stage produced nothing for this item"))
+            output.dropped.append(Dropped(item["id"], DropReason.NO_OUTPUT, "the stage produced nothing for this item"))
     cache.flush()
     if llm is not None and "llm" in stage.environment_keys():
         output.stats["llm"] = llm.stats.since(before).as_dict()
@@ -219,7 +220,7 @@ def _transient_ids(output: StageOutput, reasons: Counter[str]) -> list[str]:
     """Items of a whole-collection stage dropped for the transient ``reasons`` (one marker if none named)."""
     if not reasons:
         return []
-    names = {f"llm_{reason}" for reason in reasons}
+    names = {llm_drop_reason(reason) for reason in reasons}
     ids = sorted({d.item_id for d in output.dropped if d.reason in names})
     return ids or ["(whole stage)"]
 

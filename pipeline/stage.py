@@ -21,9 +21,9 @@ Two flavours:
 
 - :class:`Stage` (``run``): sees all its inputs at once (dedupe, split, audits).
 - :class:`MapStage` (``process``): one input item in, a list of items out, or a
-  :class:`Drop` with a reason. The runner caches every item's result by content, so a
-  rebuild after editing one blueprint recomputes only that blueprint's items, and a
-  crashed build resumes where it stopped.
+  :class:`Drop` with a :class:`~pipeline.vocabulary.DropReason`. The runner caches every
+  item's result by content, so a rebuild after editing one blueprint recomputes only that
+  blueprint's items, and a crashed build resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.hashing import combine, sha256_json, source_digest
 from pipeline.seeding import rng_for
+from pipeline.vocabulary import DropReason
 
 if TYPE_CHECKING:
     from pipeline.config import BuildConfig
@@ -68,12 +69,23 @@ class NoParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _plain(reason: str) -> str:
+    """A reason as the plain string written out (a :class:`DropReason` member gives its value)."""
+    return reason.value if isinstance(reason, DropReason) else reason
+
+
 @dataclass(frozen=True)
 class Drop:
-    """Why an item was not kept: a short machine-readable reason and a human detail."""
+    """Why an item was not kept: a :class:`DropReason` (or an ``llm_<kind>`` string) and a human detail.
+
+    The reason is stored as its plain string, so counts, exclusions and the item cache see one form.
+    """
 
     reason: str
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", _plain(self.reason))
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,9 @@ class Dropped:
     item_id: str
     reason: str
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", _plain(self.reason))
 
     def as_json(self) -> dict[str, str]:
         return {"id": self.item_id, "reason": self.reason, "detail": self.detail}

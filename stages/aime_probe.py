@@ -12,7 +12,7 @@ assistant turn after it is left empty (``math_reply_turn``): the evaluated model
 conversation (``triggerbench eval``), then the trigger arrives. Rows keep the ``pm_*`` columns
 (so the PM judge and Slot Match apply unchanged) and add ``aime_id``, ``aime_answer`` and the
 math turn indices. A build without a problem source writes no ``aime_probe`` config and drops
-one item with reason ``no-aime-source``.
+one item with reason ``no_aime_source``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.seeding import derive_seed
 from pipeline.assemble import group_rows, write_groups
 from pipeline.stage import BuildSetting, Dropped, Item, Stage, StageContext, StageOutput
+from pipeline.vocabulary import DropReason
 from stages.distractors.resolve import DistractorSourceError, resolve, setting_dir
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ class AimeProbe(Stage):
     @classmethod
     def provide_environment(cls, setting: BuildSetting) -> dict[str, Any]:
         """``aime``: the AIME-2025 problems (``aime2025/*.jsonl`` in the distractors directory, else the
-        Hub dataset), or None when neither is there (the stage then drops with ``no-aime-source``)."""
+        Hub dataset), or None when neither is there (the stage then drops with ``no_aime_source``)."""
         try:
             return {"aime": resolve("aime_probe", ["aime2025"], setting_dir(setting)).as_environment()}
         except DistractorSourceError:
@@ -169,7 +170,7 @@ class AimeProbe(Stage):
         source = ctx.environment.get("aime")
         if not source:
             why = f"no AIME-2025 problems: no aime2025/*.jsonl under the distractors directory and {HUB_ID} unreachable"
-            return StageOutput(items=[], dropped=[Dropped("aime_probe", "no-aime-source", why)], stats={})
+            return StageOutput(items=[], dropped=[Dropped("aime_probe", DropReason.NO_AIME_SOURCE, why)], stats={})
         problems = load_problems(source)
         pairs = pick_pairs(inputs["variants"], self.params.pairs_per_dimension,
                            self.params.attention_recovery_subtype, ctx)

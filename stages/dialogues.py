@@ -36,6 +36,7 @@ from pipeline.bounds import CountRange
 from pipeline.hashing import combine, source_digest
 from pipeline.stage import Drop, Item, MapStage, StageContext
 from pipeline.text import mentions, word_count
+from pipeline.vocabulary import DropReason
 from stages.generate.fillers import FillerGenerator, FillerParams
 from stages import timing
 from stages.timing import TimingParams, TypingModel
@@ -80,7 +81,7 @@ class Dialogues(MapStage):
         bp = item["blueprint"]
         pool = self.pools.get(bp["topic"])
         if pool is None:
-            return Drop("no-filler-topic", f"no filler pool for topic {bp['topic']!r}")
+            return Drop(DropReason.NO_FILLER_TOPIC, f"no filler pool for topic {bp['topic']!r}")
         exchanges_all = pool["exchanges"]
         clean = [i for i, ex in enumerate(exchanges_all)
                  if not any(mentions(ex["user"], s) or mentions(ex["assistant"], s) for s in bp["gold_slots"])]
@@ -88,7 +89,7 @@ class Dialogues(MapStage):
         rng = ctx.rng(item["id"])
         wanted = rng.randint(low, high)
         if len(clean) < wanted:
-            return Drop("too-little-filler", f"topic {bp['topic']!r} has {len(clean)} slot-free exchanges, need {wanted}")
+            return Drop(DropReason.TOO_LITTLE_FILLER, f"topic {bp['topic']!r} has {len(clean)} slot-free exchanges, need {wanted}")
         story = pool.get("kind") == "story"
         if story:  # a story keeps the order a person would have it in
             first = bp["constraints"][0]

@@ -18,6 +18,7 @@ from pipeline.blueprints.schema import to_json
 from pipeline.errors import InputError
 from pipeline.hashing import combine, sha256_file
 from pipeline.stage import BuildSetting, Dropped, Stage, StageContext, StageOutput
+from pipeline.vocabulary import DropReason
 
 
 class BlueprintProblems(InputError):
@@ -69,7 +70,8 @@ class LoadBlueprints(Stage):
         sourced = sorted(corpus.blueprints, key=lambda s: (s.path, s.line))
         dropped: list[Dropped] = []
         if self.params.limit is not None:
-            dropped = [Dropped(s.blueprint.id, "beyond-limit", f"--limit {self.params.limit}") for s in sourced[self.params.limit :]]
+            dropped = [Dropped(s.blueprint.id, DropReason.BEYOND_LIMIT, f"--limit {self.params.limit}")
+                       for s in sourced[self.params.limit :]]
             sourced = sourced[: self.params.limit]
         items = [
             {"id": s.blueprint.id, "blueprint": to_json(s.blueprint), "source": Path(s.path).relative_to(root).as_posix()}

@@ -12,10 +12,10 @@ the last constraint-side turn (the constraint, the second if-then constraint, or
 attention-recovery interruption). The base dialogue's tail (topic filler, the Neg-Clean
 resolving turn, the trigger) stays as in the base row, so constraint and trigger text are
 byte-identical to the base and the resolving turn stays close to the trigger.
-Snippets mentioning a gold slot of the blueprint are skipped (``gold-slot``); the rest are
+Snippets mentioning a gold slot of the blueprint are skipped (``gold_slot``); the rest are
 drawn in a seeded order and added whole while they fit; a remaining gap is closed with runs
 of consecutive whole exchanges of further snippets, so each row lands within 1% of its target. A
-blueprint whose source cannot reach a length is dropped (``pool-too-small``). Token counts
+blueprint whose source cannot reach a length is dropped (``pool_too_small``). Token counts
 are sums of per-snippet counts, never a re-tokenization.
 """
 
@@ -34,6 +34,7 @@ from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.hashing import combine, source_digest
 from pipeline.stage import Drop, Dropped, Item, MapStage, StageContext
 from pipeline.text import mentions, word_count
+from pipeline.vocabulary import DropReason
 from stages import timing
 from stages.audit.embeddings import Embedder, load_embedding_model
 from stages.distractors import fill as filling
@@ -152,9 +153,9 @@ class Stretch(MapStage):
         bp = item["blueprint"]
         source = self.routes.get(f"{bp['dimension']}/{bp['subtype']}") or self.routes.get(bp["dimension"])
         if source is None:
-            return Drop("no-distractor-source", f"no source configured for {bp['dimension']}")
+            return Drop(DropReason.NO_DISTRACTOR_SOURCE, f"no source configured for {bp['dimension']}")
         candidates = [s for s in self.by_source.get(source, []) if not self._mentions_slot(s, bp["gold_slots"])]
-        filtered = {"gold-slot": len(self.by_source.get(source, [])) - len(candidates)}
+        filtered = {"gold_slot": len(self.by_source.get(source, [])) - len(candidates)}
         candidates, semantic_record, semantic_drops = self._semantic(item, source, candidates, filtered)
         low, high = base_token_range(item)
         turns = item["turns"]
@@ -170,7 +171,7 @@ class Stretch(MapStage):
             placement = self.model.place(_reading_and_writing(turns, at, picked), window.seconds,
                                          window.max_shift, ctx.rng(item["id"], str(length), "timing"))
             if not placement.plausible:
-                plans.append(Dropped(plan_id_of(item, length), "time-window-too-short",
+                plans.append(Dropped(plan_id_of(item, length), DropReason.TIME_WINDOW_TOO_SHORT,
                                      f"{placement.natural_seconds / 60:.0f} min of reading and typing do not fit the "
                                      f"{window.seconds / 60 + placement.head_shift:.0f} min the deadline leaves"))
                 continue
@@ -180,7 +181,7 @@ class Stretch(MapStage):
                         + sum(map(prefix_tokens, stamps)) + head_delta)
             plan_id = plan_id_of(item, length)
             if not (abs(low + injected - length) <= TOLERANCE * length and abs(high + injected - length) <= TOLERANCE * length):
-                plans.append(Dropped(plan_id, "pool-too-small", f"{source}: reached {low + injected} of {length} tokens"))
+                plans.append(Dropped(plan_id, DropReason.POOL_TOO_SMALL, f"{source}: reached {low + injected} of {length} tokens"))
                 continue
             plans.append({
                 "id": plan_id,
@@ -213,12 +214,12 @@ class Stretch(MapStage):
             [t["content"] for t in turns if t["kind"] == "filler"])
         kept = [c for c, reason in zip(candidates, verdict.reasons) if reason is None]
         drops = []
-        for reason, threshold in (("semantic-constraint", verdict.constraint_threshold),
-                                  ("semantic-trigger", verdict.trigger_threshold)):
-            filtered[reason] = verdict.reasons.count(reason)
-            if filtered[reason]:
+        for reason, threshold in ((DropReason.SEMANTIC_CONSTRAINT, verdict.constraint_threshold),
+                                  (DropReason.SEMANTIC_TRIGGER, verdict.trigger_threshold)):
+            count = filtered[reason.value] = verdict.reasons.count(reason)
+            if count:
                 drops.append(Dropped(f"{item['id']}~{reason}", reason,
-                                     f"{filtered[reason]} {source} snippets: a turn above cosine {threshold:.3f} "
+                                     f"{count} {source} snippets: a turn above cosine {threshold:.3f} "
                                      f"(p{self.params.semantic_percentile:g} of the base dialogue's filler turns, "
                                      f"floor {self.params.semantic_floor:g})"))
         nearest = verdict.nearest_constraint

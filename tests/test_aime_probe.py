@@ -86,7 +86,7 @@ def test_the_probe_is_deterministic_and_needs_a_source(rows: list[dict], aime_en
     first, second = _run(rows, aime_env, pairs_per_dimension=3), _run(rows, aime_env, pairs_per_dimension=3)
     assert json.dumps(first.items, sort_keys=True) == json.dumps(second.items, sort_keys=True)
     missing = _run(rows, {"aime": None})
-    assert not missing.items and [d.reason for d in missing.dropped] == ["no-aime-source"]
+    assert not missing.items and [d.reason for d in missing.dropped] == ["no_aime_source"]
 
 
 @pytest.mark.parametrize("response, value", [

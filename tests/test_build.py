@@ -87,7 +87,7 @@ def test_only_and_limit(tmp_path: Path) -> None:
     assert limited.returncode == 0, limited.stderr[-2000:]
     manifest = _manifest(next((tmp_path / "small").iterdir()))
     load = next(s for s in manifest["stages"] if s["name"] == "load_blueprints")
-    assert load["items_out"] == 3 and load["dropped"]["beyond-limit"] == load["items_in"] - 3
+    assert load["items_out"] == 3 and load["dropped"]["beyond_limit"] == load["items_in"] - 3
     bad = run_cli("build", *config_args(), "--only", "nonsense", "--cache-dir", str(tmp_path / "c"))
     assert bad.returncode == 1 and "unknown stage" in bad.stderr
 

@@ -203,6 +203,6 @@ def test_semantic_filter_skips_snippets_close_to_the_constraint(multiwoz_21: dic
         "I'm going to repaint the spare bedroom a pale green.",
         ["What is a good way to back up a large photo library?", "How do I find duplicate pictures on my laptop?",
          "Should I sort my photos by year or by event?"])
-    assert verdict.reasons == ["semantic-constraint", None], verdict
+    assert verdict.reasons == ["semantic_constraint", None], verdict
     assert verdict.constraint_threshold >= 0.3
     assert verdict.nearest_constraint[0] > verdict.constraint_threshold > verdict.nearest_constraint[1]

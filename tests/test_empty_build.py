@@ -49,7 +49,7 @@ def test_filler_counts_no_pool_can_fill_name_the_dialogues_stage_and_the_pool(tm
     line = last_line(result)
     first = sorted((REPO / "blueprints").glob("*/*.yaml"))[0].stem  # --limit 1 keeps the first seed by path
     assert line.startswith("triggerbench build: the build has no rows: stage dialogues dropped all 8 items "
-                           f"(too-little-filler: 8); first: {first}--s00: topic "), line
+                           f"(too_little_filler: 8); first: {first}--s00: topic "), line
     assert "slot-free exchanges, need" in line and "(run log: " in line
     assert not [p for p in (tmp_path / "out").glob("*")]  # no release, no staging left
     run_log = Path(line.rsplit("(run log: ", 1)[1].rstrip(")"))

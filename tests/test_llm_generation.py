@@ -104,7 +104,7 @@ def test_llm_scaling_keeps_valid_blueprints_and_drops_the_rest_with_reasons(tmp_
         sent = [r.body for r in server.chat_requests()]
     ids = [f"{taxi.id}--s{n:02d}" for n in range(5)]
     assert [i["id"] for i in out.items] == ids[:3]
-    assert {d.item_id: d.reason for d in out.dropped} == {ids[3]: "llm_lint", ids[4]: "near-duplicate-embedding"}
+    assert {d.item_id: d.reason for d in out.dropped} == {ids[3]: "llm_lint", ids[4]: "near_duplicate_embedding"}
     # 4 first answers + 2 structured repairs (scenario 2) + 1 lint repair (scenario 3)
     assert len(sent) == 7
     lint_repair = next(b for b in sent if "breaks these rules" in users(b)[-1])

@@ -82,9 +82,9 @@ def _unfillable(release: Path) -> set[str]:
     if not path.exists():
         return set()
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    assert all(r["reason"] in {"pool-too-small", "time-window-too-short", "semantic-constraint", "semantic-trigger"}
+    assert all(r["reason"] in {"pool_too_small", "time_window_too_short", "semantic_constraint", "semantic_trigger"}
                and r["detail"] for r in records)
-    return {r["id"] for r in records if r["reason"] in ("pool-too-small", "time-window-too-short")}
+    return {r["id"] for r in records if r["reason"] in ("pool_too_small", "time_window_too_short")}
 
 
 def test_long_configs_load_and_match_base_counts(default_build: dict) -> None:

@@ -147,9 +147,9 @@ def test_drops_and_empty_results_are_accounted_for(tmp_path: Path) -> None:
     result = build(tmp_path, numbers={"values": (-1, 0, 2)})
     square = result.outputs["square"]
     assert square.items == [{"id": "n2.sq", "value": 4}]
-    assert square.dropped == [Dropped("n-1", "negative", "-1 < 0"), Dropped("n0", "no-output", "the stage produced nothing for this item")]
+    assert square.dropped == [Dropped("n-1", "negative", "-1 < 0"), Dropped("n0", "no_output", "the stage produced nothing for this item")]
     record = {r.name: r for r in result.records}["square"]
-    assert record.dropped == {"negative": 1, "no-output": 1} and record.manifest_entry()["items_out"] == 1
+    assert record.dropped == {"negative": 1, "no_output": 1} and record.manifest_entry()["items_out"] == 1
     rerun = build(tmp_path, numbers={"values": (-1, 0, 2)})  # drops come back from the artifact store
     assert rerun.outputs["square"].dropped == square.dropped
 
@@ -210,4 +210,4 @@ def test_item_cache_persists_batches_and_is_shared(tmp_path: Path) -> None:
 def test_item_results_encode_items_derived_drops_and_drops() -> None:
     assert item_result_to_json([{"id": "x"}, Dropped("x.b", "lint", "d")]) == {
         "items": [{"id": "x"}], "dropped": [{"id": "x.b", "reason": "lint", "detail": "d"}]}
-    assert item_result_to_json(Drop("too-long", "9000 tokens")) == {"drop": "too-long", "detail": "9000 tokens"}
+    assert item_result_to_json(Drop("too_long", "9000 tokens")) == {"drop": "too_long", "detail": "9000 tokens"}

@@ -126,9 +126,9 @@ def test_dedupe_drops_a_near_duplicate_with_its_reason(two: dict[str, Any]) -> N
     twin = {**json.loads(json.dumps(original)), "id": "st-badge-side-door--s98"}  # same seed, same slot choice
     out = run(Dedupe(), {"scale": scaled + [near, twin]})
     reasons = {d.item_id: (d.reason, d.detail) for d in out.dropped}
-    assert reasons["st-badge-side-door--s99"][0] == "near-duplicate"
+    assert reasons["st-badge-side-door--s99"][0] == "near_duplicate"
     assert re.fullmatch(r"trigram Jaccard 0\.9\d\d with a kept item", reasons["st-badge-side-door--s99"][1])
-    assert reasons["st-badge-side-door--s98"][0] == "duplicate-slots"
+    assert reasons["st-badge-side-door--s98"][0] == "duplicate_slots"
     assert out.items == two["dedupe"].items  # the two copies change nothing else
     assert [d for d in out.dropped if d.item_id not in (near["id"], twin["id"])] == two["dedupe"].dropped
     assert [i["id"] for i in out.items] == sorted(i["id"] for i in out.items)
@@ -140,7 +140,7 @@ def test_dedupe_keeps_the_target_round_robin_over_seed_families(tmp_path: Path) 
     kept = Counter(i["seed_id"] for i in out["dedupe"].items)
     assert sorted(kept.values()) == [1, 2]  # 3 kept: both seeds' first renderings, then one second
     assert {i["id"] for i in out["dedupe"].items} >= {f"{s}--s00" for s in STATE_TRACKING[:2]}
-    over = [d for d in out["dedupe"].dropped if d.reason == "over-target"]
+    over = [d for d in out["dedupe"].dropped if d.reason == "over_target"]
     assert len(over) == len(out["scale"].items) - 3 and all("target 3 reached" in d.detail for d in over)
 
 
@@ -259,7 +259,7 @@ def snippets(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> dic
 def test_distractor_pool_cuts_time_free_snippets_with_their_counts(snippets: dict[str, Any]) -> None:
     pool = snippets["pool"]
     assert len(pool.items) > 50 and pool.stats["filters"]["multiwoz"]["conversations"] == 120
-    assert pool.stats["filters"]["multiwoz"]["time-expression"] == sum(d.reason == "time-expression" for d in pool.dropped)
+    assert pool.stats["filters"]["multiwoz"]["time_expression"] == sum(d.reason == "time_expression" for d in pool.dropped)
     for snippet in pool.items[:40]:
         roles = [role for role, _ in snippet["messages"]]
         assert roles == ["user", "assistant"] * (len(roles) // 2)
@@ -313,14 +313,14 @@ def test_stretched_rows_keep_a_persons_pace(two: dict[str, Any], snippets: dict[
 
 def test_stretch_drops_a_deadline_window_no_person_could_fill(tmp_path: Path, snippets: dict[str, Any]) -> None:
     """A 40-minute relative deadline cannot hold 20K tokens of conversation: the plan is dropped with
-    ``time-window-too-short`` instead of packing hundreds of user turns into one minute."""
+    ``time_window_too_short`` instead of packing hundreds of user turns into one minute."""
     out = through_variants(corpus(tmp_path, "temporal_grounding/tg-rel-gel-run.yaml"))
     env = {**snippets["env"], "distractors": {**snippets["env"]["distractors"],
                                               "routes": {"temporal_grounding": "multiwoz"}}}
     stretched = run(Stretch({"lengths": (20000,)}), {"dialogues": out["dialogues"].items,
                                                      "distractor_pool": snippets["pool"].items}, env)
     assert not stretched.items and len(stretched.dropped) == len(out["dialogues"].items) > 0
-    assert {d.reason for d in stretched.dropped} == {"time-window-too-short"}
+    assert {d.reason for d in stretched.dropped} == {"time_window_too_short"}
     assert all("min of reading and typing do not fit" in d.detail for d in stretched.dropped)
 
 
@@ -329,4 +329,4 @@ def test_stretch_drops_a_length_the_pool_cannot_reach(two: dict[str, Any], snipp
               {"dialogues": two["dialogues"].items, "distractor_pool": snippets["pool"].items}, snippets["env"])
     assert {p["context"] for p in out.items} == {"10k"}
     assert len(out.dropped) == len(two["dialogues"].items)
-    assert all(d.reason == "pool-too-small" and d.item_id.endswith("@10000k") for d in out.dropped)
+    assert all(d.reason == "pool_too_small" and d.item_id.endswith("@10000k") for d in out.dropped)

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from pipeline.llm.errors import TRANSIENT_ERRORS
 from pipeline.llm.structured import schema_of, with_schema_instruction
 from pipeline.stage import Drop
+from pipeline.vocabulary import llm_drop_reason
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -96,9 +97,9 @@ class LLMResult:
             raise ValueError(f"no structured answer: {self.error} {self.detail}".strip())
         return model.model_validate(self.data)
 
-    def as_drop(self, prefix: str = "llm") -> Drop:
-        """The :class:`Drop` a stage returns for an item whose request failed."""
-        return Drop(reason=f"{prefix}_{self.error or 'failed'}", detail=self.detail)
+    def as_drop(self) -> Drop:
+        """The :class:`Drop` a stage returns for an item whose request failed (reason ``llm_<error>``)."""
+        return Drop(reason=llm_drop_reason(self.error), detail=self.detail)
 
     def to_cache(self) -> dict[str, Any]:
         """What the request cache stores for a successful answer."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.stats import DIMENSION_ORDER
+from pipeline.vocabulary import DropReason
 from stages.distractors.units import TIME_PATTERNS
 
 if TYPE_CHECKING:
@@ -36,29 +37,31 @@ def distractor_section(run: RunResult) -> str:
     for plan in stretch.items if stretch else []:
         if plan["blueprint_id"] not in seen:
             seen.add(plan["blueprint_id"])
-            gold[plan["source"]] += plan["filtered"]["gold-slot"]
+            gold[plan["source"]] += plan["filtered"]["gold_slot"]
     for source, counts in sorted(filters.items()):
-        lines.append(f"| {source} | {counts['conversations']} | {counts['time-expression']} | {counts['too-long']} | "
+        time_dropped, too_long = counts[DropReason.TIME_EXPRESSION.value], counts[DropReason.TOO_LONG.value]
+        lines.append(f"| {source} | {counts['conversations']} | {time_dropped} | {too_long} | "
                      f"{counts['snippets']} | {gold.get(source, 0)} |")
     lines += _time_pattern_table(filters)
     lines += _timing_table(stretch.items if stretch else [])
     dimension_of = {item["id"]: item["blueprint"]["dimension"] for item in run.outputs["split"].items}
     lines += _semantic_table(stretch.items if stretch else [], dimension_of)
-    gaps: dict[str, Counter[tuple[str, str]]] = {"pool-too-small": Counter(), "time-window-too-short": Counter()}
+    gaps: dict[str, Counter[tuple[str, str]]] = {DropReason.POOL_TOO_SMALL.value: Counter(),
+                                                 DropReason.TIME_WINDOW_TOO_SHORT.value: Counter()}
     for dropped in stretch.dropped if stretch else []:
         if dropped.reason in gaps:
             blueprint, _, context = dropped.item_id.partition("@")
             gaps[dropped.reason][(dimension_of.get(blueprint, "?"), context)] += 1
-    unfillable, too_short = gaps["pool-too-small"], gaps["time-window-too-short"]
+    unfillable, too_short = gaps[DropReason.POOL_TOO_SMALL.value], gaps[DropReason.TIME_WINDOW_TOO_SHORT.value]
     if too_short:
         lines.insert(0, _time_gap(too_short) + "\n")
     if unfillable:
         lines.insert(0, _coverage_gap(unfillable) + "\n")
     if unfillable or too_short:
-        lines += ["", "Plans without a row (listed in `exclusions/stretch.jsonl`): `pool-too-small`, the corpus cannot "
-                  "fill the length; `time-window-too-short`, a deadline leaves too little time for a person to read and "
+        lines += ["", "Plans without a row (listed in `exclusions/stretch.jsonl`): `pool_too_small`, the corpus cannot "
+                  "fill the length; `time_window_too_short`, a deadline leaves too little time for a person to read and "
                   "type the injected exchanges:", "",
-                  "| dimension | context | pool-too-small | time-window-too-short |", "|---|---|---|---|"]
+                  "| dimension | context | pool_too_small | time_window_too_short |", "|---|---|---|---|"]
         order = {name: index for index, name in enumerate(DIMENSION_ORDER)}
         for dimension, context in sorted(set(unfillable) | set(too_short),
                                          key=lambda k: (order.get(k[0], 9), int(k[1][:-1]))):
@@ -81,14 +84,14 @@ def _coverage_gap(unfillable: Counter) -> str:
     sources = sorted({GAP_FILLERS.get(dimension, "a larger local corpus via --distractors-dir")
                       for dimension, _ in unfillable})
     return (f"> **Coverage gap**: the offline distractor corpora cannot fill {'; '.join(parts)} "
-            f"(no rows at those lengths, reason `pool-too-small`). Filled from the Hub by: {'; '.join(sources)}.")
+            f"(no rows at those lengths, reason `pool_too_small`). Filled from the Hub by: {'; '.join(sources)}.")
 
 
 def _time_gap(too_short: Counter) -> str:
     """One quoted line naming the temporal-grounding rows a deadline keeps out of long contexts."""
     parts = [f"{dimension} at {context}: {count} blueprints" for (dimension, context), count
              in sorted(too_short.items(), key=lambda kv: (kv[0][0], int(kv[0][1][:-1])))]
-    return (f"> **Deadline gap**: {'; '.join(parts)} have no row (reason `time-window-too-short`): the time between "
+    return (f"> **Deadline gap**: {'; '.join(parts)} have no row (reason `time_window_too_short`): the time between "
             "their constraint and trigger is fixed by the deadline and cannot hold that much conversation at a "
             "person's pace. Seeds with longer deadlines (hours or days) fill these lengths.")
 
@@ -115,8 +118,9 @@ def _semantic_table(plans: list[dict], dimension_of: dict[str, str]) -> list[str
         group = by_dimension[dimension]
         before = [p["semantic"]["nearest_constraint_before"]["p95"] for p in group if p["semantic"]["nearest_constraint_before"]]
         after = [p["semantic"]["nearest_constraint_after"]["p95"] for p in group if p["semantic"]["nearest_constraint_after"]]
-        lines.append(f"| {dimension} | {len(group)} | {sum(p['filtered'].get('semantic-constraint', 0) for p in group)} | "
-                     f"{sum(p['filtered'].get('semantic-trigger', 0) for p in group)} | "
+        skipped = [sum(p["filtered"].get(reason.value, 0) for p in group)
+                   for reason in (DropReason.SEMANTIC_CONSTRAINT, DropReason.SEMANTIC_TRIGGER)]
+        lines.append(f"| {dimension} | {len(group)} | {skipped[0]} | {skipped[1]} | "
                      f"{median(p['semantic']['constraint_threshold'] for p in group):.3f} | "
                      f"{median(before) if before else 0:.3f} | {median(after) if after else 0:.3f} |")
     return lines

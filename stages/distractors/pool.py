@@ -5,8 +5,8 @@ Out: one item per snippet ``{"id", "source", "messages": [[role, content]...], "
 where ``tokens[i]`` is the o200k count of ``" " + content`` for user messages (they follow a
 timestamp prefix) and of ``content`` for assistant messages, so a stretched row's length is a
 sum, never a re-tokenization. Dropped, with reasons: exchanges holding a time expression
-(``time-expression``; ``stats["filters"][source]["time-patterns"]`` counts the exchanges matching each
-pattern of :data:`~stages.distractors.units.TIME_PATTERNS`) or too long to inject (``too-long``).
+(``time_expression``; ``stats["filters"][source]["time-patterns"]`` counts the exchanges matching each
+pattern of :data:`~stages.distractors.units.TIME_PATTERNS`) or too long to inject (``too_long``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from pipeline import tokenizer
 from pipeline.hashing import combine, source_digest
 from pipeline.stage import BuildSetting, Dropped, Stage, StageContext, StageOutput
+from pipeline.vocabulary import DropReason
 from stages.distractors import loaders, units
 from stages.distractors.card import distractor_section
 from stages.distractors.resolve import distractor_environment
@@ -110,7 +111,8 @@ class DistractorPool(Stage):
         for name in sorted(sources):
             source = sources[name]
             conversations = load_source(name, source["kind"], source["location"], tuple(source["files"]))
-            filters = out.stats["filters"].setdefault(name, {"conversations": len(conversations), "time-expression": 0, "too-long": 0,
+            filters = out.stats["filters"].setdefault(name, {"conversations": len(conversations),
+                                                            DropReason.TIME_EXPRESSION.value: 0, DropReason.TOO_LONG.value: 0,
                                                             "time-patterns": dict.fromkeys(TIME_PATTERNS, 0)})
             for conversation in ctx.progress(conversations, desc=f"pool {name}"):
                 self._cut(conversation, out, filters)
@@ -139,16 +141,17 @@ class DistractorPool(Stage):
             exchange_id = f"{conversation.id}#{index}"
             found = sorted(set(time_patterns(pair[0][1])) | set(time_patterns(pair[1][1])), key=list(TIME_PATTERNS).index)
             if found:
-                out.dropped.append(Dropped(exchange_id, "time-expression", f"a turn holds a time expression ({', '.join(found)})"))
-                filters["time-expression"] += 1
+                out.dropped.append(Dropped(exchange_id, DropReason.TIME_EXPRESSION,
+                                           f"a turn holds a time expression ({', '.join(found)})"))
+                filters[DropReason.TIME_EXPRESSION.value] += 1
                 for pattern in found:
                     filters["time-patterns"][pattern] += 1
                 close()
                 continue
             size = sum(pair_counts)
             if size > limit:
-                out.dropped.append(Dropped(exchange_id, "too-long", f"{size} tokens"))
-                filters["too-long"] += 1
+                out.dropped.append(Dropped(exchange_id, DropReason.TOO_LONG, f"{size} tokens"))
+                filters[DropReason.TOO_LONG.value] += 1
                 close()
                 continue
             if run_tokens + size > max(limit, self.params.max_snippet_tokens):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline.vocabulary import DropReason
 from stages.audit.embeddings import Embedder
 
 
@@ -27,7 +28,7 @@ from stages.audit.embeddings import Embedder
 class Verdict:
     """One blueprint's filter result over one source's snippets (row-aligned with the snippets)."""
 
-    reasons: list[str | None]  # None (kept), "semantic-constraint" or "semantic-trigger"
+    reasons: list[DropReason | None]  # None (kept), SEMANTIC_CONSTRAINT or SEMANTIC_TRIGGER
     constraint_threshold: float
     trigger_threshold: float
     nearest_constraint: np.ndarray  # per snippet: highest cosine of any turn to any constraint
@@ -76,12 +77,12 @@ class SemanticFilter:
         to_trigger = np.round(np.maximum.reduceat(vectors @ t_vec, starts), 4)
         position = {snippet_id: i for i, snippet_id in enumerate(ids)}
         rows = np.array([position[snippet_id] for snippet_id in snippet_ids], dtype=int)
-        reasons: list[str | None] = []
+        reasons: list[DropReason | None] = []
         for row in rows:
             if to_constraint[row] > c_threshold:
-                reasons.append("semantic-constraint")
+                reasons.append(DropReason.SEMANTIC_CONSTRAINT)
             elif to_trigger[row] > t_threshold:
-                reasons.append("semantic-trigger")
+                reasons.append(DropReason.SEMANTIC_TRIGGER)
             else:
                 reasons.append(None)
         return Verdict(reasons, c_threshold, t_threshold, to_constraint[rows] if len(rows) else np.zeros(0))

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pipeline.bounds import Temperature, Tokens
 
-from pipeline.vocabulary import ZERO_OVERLAP_DIMENSIONS
+from pipeline.vocabulary import ZERO_OVERLAP_DIMENSIONS, DropReason, llm_drop_reason
 from pipeline.seeding import derive_seed
 from pipeline.stage import Dropped, Item, Stage, StageContext, StageOutput
 from stages.oracles import llm_checks, rules
@@ -66,13 +66,13 @@ class OracleNecessity(Stage):
         dropped: list[Dropped] = []
         for item, outcome in zip(items, outcomes):
             if outcome.llm_error:
-                dropped.append(Dropped(item["id"], f"llm_{outcome.llm_error}", outcome.llm_detail))
+                dropped.append(Dropped(item["id"], llm_drop_reason(outcome.llm_error), outcome.llm_detail))
             elif outcome.passed:
                 record = outcome.record(status="pass")
                 provenance = {**item.get("provenance", {}), "oracle_necessity": record["method"]}
                 kept.append({**item, "oracles": {**item.get("oracles", {}), "necessity": record}, "provenance": provenance})
             else:
-                reason = "necessity_leak" if outcome.method == OFFLINE_METHOD else "necessity_guessed"
+                reason = DropReason.NECESSITY_LEAK if outcome.method == OFFLINE_METHOD else DropReason.NECESSITY_GUESSED
                 dropped.append(Dropped(item["id"], reason, "; ".join(outcome.reasons)[:1000]))
         stats: dict[str, Any] = {
             "oracle": "necessity",

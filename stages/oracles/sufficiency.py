@@ -28,6 +28,7 @@ from pipeline.blueprints.schema import Blueprint, to_json
 from pipeline.hashing import combine
 from pipeline.review import Decision, ReviewFileError, apply_fix, content_hash, decisions_digest, export_queue, load_decisions
 from pipeline.stage import Dropped, Item, Stage, StageContext, StageOutput
+from pipeline.vocabulary import DropReason, llm_drop_reason
 from stages.oracles import llm_checks, rules
 from stages.oracles.outcome import Outcome
 
@@ -78,7 +79,7 @@ class OracleSufficiency(Stage):
         counts = {"passed": 0, "flagged_pending": 0, "accepted": 0, "rejected": 0, "fixed": 0, "fix_failed": 0}
         for index, (item, outcome) in enumerate(zip(items, first)):
             if outcome.llm_error:
-                dropped.append(Dropped(item["id"], f"llm_{outcome.llm_error}", outcome.llm_detail))
+                dropped.append(Dropped(item["id"], llm_drop_reason(outcome.llm_error), outcome.llm_detail))
                 continue
             if outcome.passed:
                 counts["passed"] += 1
@@ -93,7 +94,7 @@ class OracleSufficiency(Stage):
                 if self.params.keep_pending:
                     kept[index] = _mark(item, outcome.record(status="flagged_pending_review"))
                 else:
-                    dropped.append(Dropped(item["id"], "sufficiency_flagged", _why(outcome, self.review_path())))
+                    dropped.append(Dropped(item["id"], DropReason.SUFFICIENCY_FLAGGED, _why(outcome, self.review_path())))
             elif decision.decision == "accept":
                 counts["accepted"] += 1
                 flagged.append({**entry, "outcome": "kept (accepted in review)"})
@@ -101,14 +102,14 @@ class OracleSufficiency(Stage):
             elif decision.decision == "reject":
                 counts["rejected"] += 1
                 flagged.append({**entry, "outcome": "dropped (rejected in review)"})
-                dropped.append(Dropped(item["id"], "sufficiency_rejected_in_review", decision.note))
+                dropped.append(Dropped(item["id"], DropReason.SUFFICIENCY_REJECTED_IN_REVIEW, decision.note))
             else:
                 try:
                     fixed = _fixed_blueprint(item["blueprint"], decision)
                 except (ReviewFileError, ValidationError, ValueError) as error:
                     counts["fix_failed"] += 1
                     flagged.append({**entry, "outcome": f"dropped (fix is invalid: {error})"[:500]})
-                    dropped.append(Dropped(item["id"], "sufficiency_fix_invalid", str(error)[:500]))
+                    dropped.append(Dropped(item["id"], DropReason.SUFFICIENCY_FIX_INVALID, str(error)[:500]))
                     continue
                 fixes.append((index, item, fixed, outcome, decision))
         second = self.check([(item["id"], fixed) for _, item, fixed, _, _ in fixes], ctx)
@@ -123,7 +124,7 @@ class OracleSufficiency(Stage):
                 counts["fix_failed"] += 1
                 why = outcome.llm_detail if outcome.llm_error else "; ".join(outcome.reasons)
                 flagged.append({**entry, "outcome": f"dropped (fixed version still fails: {why})"[:500]})
-                reason = f"llm_{outcome.llm_error}" if outcome.llm_error else "sufficiency_failed_after_fix"
+                reason = llm_drop_reason(outcome.llm_error) if outcome.llm_error else DropReason.SUFFICIENCY_FAILED_AFTER_FIX
                 dropped.append(Dropped(item["id"], reason, why[:500]))
         if self.review_path() is not None:
             export_queue(self.review_path(), flagged)  # type: ignore[arg-type]

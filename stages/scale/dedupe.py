@@ -1,9 +1,9 @@
 """``dedupe``: reject near-duplicate scaled blueprints and keep each dimension's target.
 
-In: ``scale`` items. Out: the kept items. Dropped, with reasons: ``duplicate-slots``
-(same seed and same slot choice), ``near-duplicate`` (word-trigram Jaccard of the
+In: ``scale`` items. Out: the kept items. Dropped, with reasons: ``duplicate_slots``
+(same seed and same slot choice), ``near_duplicate`` (word-trigram Jaccard of the
 constraint+trigger text at or above ``max_similarity`` against an already kept item
-of the same dimension), ``over-target`` (beyond the dimension's target count).
+of the same dimension), ``over_target`` (beyond the dimension's target count).
 Selection is round-robin over seed families, so every seed contributes evenly.
 """
 
@@ -17,6 +17,7 @@ from pipeline.bounds import Count, Similarity
 from pipeline.hashing import canonical_json
 from pipeline.stage import Dropped, Item, Stage, StageContext, StageOutput
 from pipeline.text import words
+from pipeline.vocabulary import DropReason
 
 
 class DedupeParams(BaseModel):
@@ -66,15 +67,15 @@ class Dedupe(Stage):
                     item = families[seed_id][round_index]
                     choice_key = seed_id + canonical_json(item["slot_choice"])
                     if choice_key in seen_choices:
-                        dropped.append(Dropped(item["id"], "duplicate-slots", "same seed and slot choice as a kept item"))
+                        dropped.append(Dropped(item["id"], DropReason.DUPLICATE_SLOTS, "same seed and slot choice as a kept item"))
                         continue
                     signature = shingles(scenario_text(item))
                     similar = max((jaccard(signature, other) for other in kept_shingles), default=0.0)
                     if similar >= self.params.max_similarity:
-                        dropped.append(Dropped(item["id"], "near-duplicate", f"trigram Jaccard {similar:.3f} with a kept item"))
+                        dropped.append(Dropped(item["id"], DropReason.NEAR_DUPLICATE, f"trigram Jaccard {similar:.3f} with a kept item"))
                         continue
                     if target is not None and chosen_here >= target:
-                        dropped.append(Dropped(item["id"], "over-target", f"{dimension} target {target} reached"))
+                        dropped.append(Dropped(item["id"], DropReason.OVER_TARGET, f"{dimension} target {target} reached"))
                         continue
                     seen_choices.add(choice_key)
                     kept_shingles.append(signature)

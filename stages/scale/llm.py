@@ -9,7 +9,7 @@ domain, topic, CWE) are copied from the seed. A draft that breaks a lint rule ge
 ``lint_repairs`` rounds of feedback; an embedding near-duplicate of an already kept blueprint
 of the seed is dropped. Each failure is a :class:`Dropped` entry with its reason:
 ``llm_<error>`` (the request failed), ``llm_schema`` / ``llm_lint`` (still invalid after
-repairs) or ``near-duplicate-embedding``.
+repairs) or ``near_duplicate_embedding``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pipeline.blueprints.slots import Choice, render
 from pipeline.hashing import sha256_json
 from pipeline.llm import ChatRequest, LLMResult
 from pipeline.stage import Drop, Dropped, Item, StageContext
+from pipeline.vocabulary import DropReason, llm_drop_reason
 from stages.generate.prompts import lint_feedback, scale_messages
 from stages.scale.similarity import EmbeddingIndex
 
@@ -150,13 +151,13 @@ def _sort_answers(seed: Blueprint, numbered: list[tuple[int, ChatRequest, LLMRes
     for number, request, result in numbered:
         new_id = f"{seed.id}--s{number:02d}"
         if not result.ok:
-            out.append(Dropped(new_id, f"llm_{result.error}", result.detail[:1000]))
+            out.append(Dropped(new_id, llm_drop_reason(result.error), result.detail[:1000]))
             continue
         blueprint, problems = assemble(seed, new_id, result.data or {})
         if blueprint is not None and not problems:
             candidates[number] = (blueprint, request, result, round_index)
         else:
-            fixes.append((number, request, result, problems, "llm_lint" if blueprint else "llm_schema"))
+            fixes.append((number, request, result, problems, DropReason.LLM_LINT if blueprint else DropReason.LLM_SCHEMA))
     return fixes
 
 
@@ -180,7 +181,7 @@ class LLMScaler:
         base = render(seed, choices[0], new_id=f"{seed.id}--s00")
         problems = check_rendered(base)
         if problems:
-            return Drop("lint", f"{base.id}: {problems[0].field}: {problems[0].message}")
+            return Drop(DropReason.LINT, f"{base.id}: {problems[0].field}: {problems[0].message}")
         labels = {name: _label(seed.slots[name][index]) for name, index in sorted(choices[0].items())}
         kept: list[Item] = [{
             "id": base.id, "seed_id": seed.id, "blueprint": to_json(base), "slot_choice": labels,
@@ -212,7 +213,7 @@ class LLMScaler:
             duplicate = index.is_duplicate(scaled)
             if duplicate is not None:
                 detail = f"cosine {duplicate.cosine:.3f} with {duplicate.other_id} ({index.model_name})"
-                out.append(Dropped(scaled["id"], "near-duplicate-embedding", detail))
+                out.append(Dropped(scaled["id"], DropReason.NEAR_DUPLICATE_EMBEDDING, detail))
                 continue
             index.add(scaled)
             kept.append(scaled)

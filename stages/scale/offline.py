@@ -16,6 +16,7 @@ from pipeline.blueprints.rules import check_rendered
 from pipeline.blueprints.schema import Blueprint, to_json
 from pipeline.blueprints.slots import Choice, all_choices, render
 from pipeline.stage import Drop, Dropped, Item, MapStage, StageContext
+from pipeline.vocabulary import DropReason
 from stages.scale.llm import LLMScaleParams, LLMScaler
 
 MAX_ENUMERATED = 4096
@@ -61,7 +62,7 @@ class Scale(MapStage):
                 "provenance": {"generator": "offline-rules", "scale": self.code_version()[:12]},
             })
         if not out:
-            return Drop("lint", "; ".join(failures)[:2000])
+            return Drop(DropReason.LINT, "; ".join(failures)[:2000])
         return out
 
 
