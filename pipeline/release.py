@@ -26,6 +26,8 @@ from pipeline.schemas import conform
 SHARD_BYTES = 256 * 1024 * 1024  # text per shard file
 GROUP_BYTES = 16 * 1024 * 1024  # text per row group (bounds memory while writing)
 GROUP_ROWS = 5000
+# Keys a row may carry besides its columns: the config and split it is routed by (``pipeline.assemble.group_rows``).
+ROUTING_KEYS = frozenset({"config", "split"})
 
 
 class ReleaseExists(Exception):
@@ -59,7 +61,9 @@ class ReleaseWriter:
 
         Rows are written in row groups of about ``GROUP_BYTES`` of text, so memory stays bounded
         however long the rows; a new shard starts past ``SHARD_BYTES``. An empty split writes nothing
-        (``datasets`` cannot read a zero-row parquet file) and is left out of the card.
+        (``datasets`` cannot read a zero-row parquet file) and is left out of the card. Each row must
+        have exactly the schema's columns (plus, optionally, :data:`ROUTING_KEYS`), else
+        :class:`~pipeline.schemas.RowSchemaError`.
         """
         folder = self.staging / "data" / config
         shards: list[Path] = []
@@ -84,7 +88,7 @@ class ReleaseWriter:
         for row in rows:
             if observe:
                 observe(row)
-            batch.append(conform(row, schema))
+            batch.append(conform(row, schema, config=config, ignore=ROUTING_KEYS))
             batch_bytes += _approx_bytes(row)
             count += 1
             if batch_bytes >= GROUP_BYTES or len(batch) >= GROUP_ROWS:

@@ -93,6 +93,23 @@ def schema_for(config: str) -> pa.Schema:
     raise KeyError(f"no schema for config {config!r}")
 
 
-def conform(row: dict, schema: pa.Schema) -> dict:
-    """Keep only the schema's columns (missing ones become null)."""
-    return {name: row.get(name) for name in schema.names}
+class RowSchemaError(ValueError):
+    """A release row does not match its config's schema (a bug in the stage that made the row)."""
+
+
+def conform(row: dict, schema: pa.Schema, *, config: str = "?", ignore: frozenset[str] = frozenset()) -> dict:
+    """``row``'s values in the schema's column order; raise :class:`RowSchemaError` unless the row is exact.
+
+    Exact: every schema column is a key (a nullable column takes an explicit None; a non-nullable
+    one a value) and no other key is, except those in ``ignore`` (routing keys a caller names, such
+    as ``config``/``split``, which are dropped). The message names the row id, the config and the keys.
+    """
+    unknown = sorted(set(row) - set(schema.names) - ignore)
+    missing = [name for name in schema.names if name not in row]
+    null = [field.name for field in schema if not field.nullable and field.name in row and row[field.name] is None]
+    if unknown or missing or null:
+        problems = [f"{label}: {', '.join(keys)}" for label, keys in
+                    (("unknown keys", unknown), ("missing columns", missing), ("null in non-nullable columns", null))
+                    if keys]
+        raise RowSchemaError(f"row {row.get('id')!r} of config {config!r} does not match its schema: {'; '.join(problems)}")
+    return {name: row[name] for name in schema.names}
