@@ -93,8 +93,8 @@ DROP_REASON_HELP: dict[DropReason, str] = {
     DropReason.NO_AIME_SOURCE: "aime_probe: no AIME-2025 problems on disk or on the Hub",
     DropReason.NO_OUTPUT: "any map stage: the stage produced nothing for the item",
 }
-LLM_DROP_KINDS: tuple[str, ...] = ("invalid_output", "timeout", "connection_error", "rate_limited", "http_<status>",
-                                   "failed")
+LLM_DROP_KINDS: tuple[str, ...] = ("invalid_output", "timeout", "connection_error", "rate_limited", "server_error",
+                                   "bad_response", "http_<status>", "failed")
 
 
 def llm_drop_reason(kind: str | None) -> str:

@@ -70,3 +70,10 @@ def test_readme_lists_every_reason() -> None:
     section = readme.split(begin, 1)[1].split(end, 1)[0].strip()
     assert section == drop_reason_table()
     assert all(f"| `{reason.value}` |" in section for reason in DropReason)
+
+
+def test_every_transient_llm_failure_kind_is_a_listed_drop_kind() -> None:
+    from pipeline.llm.errors import TRANSIENT_ERRORS
+    from pipeline.vocabulary import LLM_DROP_KINDS
+
+    assert TRANSIENT_ERRORS <= set(LLM_DROP_KINDS), sorted(TRANSIENT_ERRORS - set(LLM_DROP_KINDS))
