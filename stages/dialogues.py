@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import random
 from datetime import datetime, timedelta
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -45,8 +46,8 @@ DEFAULT_FILLER = {
     "state_tracking": (7, 9),
     "temporal_grounding": (8, 9),
     "logical_adherence": (7, 8),
-    "attention_recovery": (5, 6),
-    "safe_coding": (3, 5),
+    "attention_recovery": (6, 7),
+    "safe_coding": (5, 7),
 }
 JITTER = 0.35  # log-distance noise in the story subset, so renderings of one seed take different exchanges
 ANCHOR_SHIFT_MINUTES = (-5, 4)  # the trigger (and a temporal constraint) move by a seeded amount in this range
@@ -55,6 +56,9 @@ ANCHOR_SHIFT_MINUTES = (-5, 4)  # the trigger (and a temporal constraint) move b
 class DialogueParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     filler_exchanges: dict[str, CountRange] = DEFAULT_FILLER
+    # how story exchanges are chosen: "random" (an ordered random subset: right when the seeds' placed turns
+    # take their shapes from their own story) or "closest" (those nearest the constraint's shape)
+    story_choice: Literal["random", "closest"] = "closest"
     timing: TimingParams = TimingParams()
     llm: FillerParams = FillerParams()
 
@@ -91,7 +95,9 @@ class Dialogues(MapStage):
         if len(clean) < wanted:
             return Drop(DropReason.TOO_LITTLE_FILLER, f"topic {bp['topic']!r} has {len(clean)} slot-free exchanges, need {wanted}")
         story = pool.get("kind") == "story"
-        if story:  # a story keeps the order a person would have it in
+        if story and self.params.story_choice == "random":  # a story keeps the order a person would have it in
+            picked = sorted(rng.sample(clean, wanted))
+        elif story:
             first = bp["constraints"][0]
             picked = sorted(closest_exchanges(clean, wanted, exchanges_all, first["text"], first.get("reply"), rng))
         else:

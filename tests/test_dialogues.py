@@ -143,3 +143,26 @@ def test_story_subset_puts_the_constraint_at_any_length_rank() -> None:
         shortest_reply += len(turns[c + 1]["content"].split()) == min(reply_words)
     assert longest_user <= 0.18 * len(out.items), longest_user
     assert longest_reply <= 0.15 * len(out.items) and shortest_reply <= 0.15 * len(out.items)
+
+
+def test_random_story_choice_is_an_ordered_subset_spread_over_the_whole_story() -> None:
+    """``story_choice: random`` takes a seeded random subset in story order: every exchange is used across
+    renderings, none much more than its share, and the same item gets the same subset on every run."""
+    blueprint = seed("state_tracking/st-badge-side-door.yaml")
+    items = [{"id": f"{blueprint['id']}--s{k:02d}", "seed_id": blueprint["id"], "split": "test",
+              "blueprint": blueprint, "provenance": {}} for k in range(120)]
+
+    def run() -> list[dict]:
+        stage = Dialogues({"story_choice": "random"})
+        return stage.run({"oracle_necessity": items, "load_fillers": [story(14)]},
+                         StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"})).items
+
+    out = run()
+    used: Counter = Counter()
+    for d in out:
+        picked = [int(f.split("#")[1]) for f in d["filler_ids"]]
+        assert picked == sorted(picked) and len(set(picked)) == len(picked)
+        used.update(picked)
+    share = sum(used.values()) / 14
+    assert set(used) == set(range(14)) and max(used.values()) < 1.5 * share and min(used.values()) > 0.5 * share
+    assert [d["filler_ids"] for d in run()] == [d["filler_ids"] for d in out]
