@@ -128,21 +128,31 @@ def test_audit_cache_hit_miss_and_corrupt_entry(small_release: Path, tmp_path: P
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     assert second.card_markdown() == first.card_markdown()
 
-    entry = next((cache / "audit").glob("*/*/result.pkl"))
-    entry.write_bytes(b"not a pickle")  # a corrupted entry is recomputed
+    entries = list((cache / "audit").glob("*/*/result.pkl"))
+    assert len(entries) == 2  # by the shards' sha256 and by the audited columns' digest
+    for entry in entries:
+        entry.write_bytes(b"not a pickle")  # a corrupted entry is recomputed
     _audit(small_release, tmp_path / "c", cache)
     assert len(calls) == 1
 
-    edited = tmp_path / "edited"
-    shutil.copytree(small_release, edited)
     from tests.test_audit_release import SCHEMA, fixture_rows
-    import pyarrow.parquet as pq
 
     config, splits = next(iter(fixture_rows().items()))
     split, rows = next(iter(splits.items()))
-    rows[0]["id"] = rows[0]["id"] + "-edited"
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), edited / "data" / config / f"{split}-00000-of-00001.parquet",
-                   compression="zstd")
-    _audit(edited, tmp_path / "d", cache)
-    assert len(calls) == 2  # one shard changed: a miss
+
+    def edited_copy(name: str, column: str) -> Path:
+        import pyarrow.parquet as pq
+
+        copy = tmp_path / name
+        shutil.copytree(small_release, copy)
+        changed = [dict(row) for row in rows]
+        changed[0][column] = f"{changed[0][column]}-edited"
+        pq.write_table(pa.Table.from_pylist(changed, schema=SCHEMA),
+                       copy / "data" / config / f"{split}-00000-of-00001.parquet", compression="zstd")
+        return copy
+
+    unread = _audit(edited_copy("unread", "expected"), tmp_path / "d", cache)  # a column the audit never reads
+    assert len(calls) == 1 and unread.files == first.files
+    _audit(edited_copy("read", "id"), tmp_path / "e", cache)
+    assert len(calls) == 2  # a row the audit reads changed: a miss
     assert not list((cache / "audit").rglob("*.tmp"))

@@ -1,7 +1,8 @@
 """The audit's results cached by the fingerprint of the rows it reads.
 
 Key: the sha256 of every shard of every audited config (known at write time, or hashed here),
-the audit's code version (this package, the text rules it uses and its libraries), the
+else, when that misses, the digest of the columns the audit reads from them (an edit of a column
+it never reads, such as ``reference_intent``, changes no audit figure); and the audit's code version (this package, the text rules it uses and its libraries), the
 shortcut settings and the embedding model's key. An entry is a directory
 ``<cache>/audit/<key[:2]>/<key>/`` with the files the audit wrote and ``result.pkl`` (the
 :class:`stages.audit.run.AuditResult`); it is assembled under a temporary name and renamed,
@@ -11,6 +12,7 @@ ignored (and recomputed).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import shutil
@@ -20,9 +22,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from pipeline import text, vocabulary
 from pipeline.hashing import combine, sha256_file, sha256_json, source_digest
 from pipeline.leftovers import tmp_prefix
+from stages.audit.reader import COLUMNS
 
 RESULT = "result.pkl"
 LIBRARIES = ("numpy", "scikit-learn", "polars", "pyarrow", "matplotlib", "datasets", "sentence-transformers", "torch")
@@ -47,6 +53,21 @@ def input_digests(release: Path, configs: tuple[str, ...], known: dict[str, str]
         for path in sorted((release / "data" / config).glob("*.parquet")):
             relative = path.relative_to(release).as_posix()
             digests[relative] = known.get(relative) or sha256_file(path)
+    return digests
+
+
+def column_digests(release: Path, configs: tuple[str, ...]) -> dict[str, str]:
+    """``data/<config>/<file>`` -> sha256 of the columns the audit reads (:data:`reader.COLUMNS`) of every
+    shard of ``configs``: unchanged when an edit touched only columns the audit never reads."""
+    digests = {}
+    for config in configs:
+        for path in sorted((release / "data" / config).glob("*.parquet")):
+            shard = pq.ParquetFile(path)
+            table = shard.read(columns=[c for c in COLUMNS if c in shard.schema_arrow.names])
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, table.schema) as stream:
+                stream.write_table(table)
+            digests[path.relative_to(release).as_posix()] = hashlib.sha256(sink.getvalue()).hexdigest()
     return digests
 
 

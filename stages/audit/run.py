@@ -20,7 +20,7 @@ from pipeline.progress import progress
 from pipeline.text import MIN_WORD_LENGTH, STOPWORD_LIST_NAME
 from pipeline.vocabulary import CONSTRAINT_FORMS, CONTEXTS, DIMENSIONS, VARIANTS
 from stages.audit import lexical, semantic
-from stages.audit.cache import AuditCache, audit_key, input_digests
+from stages.audit.cache import AuditCache, audit_key, column_digests, input_digests
 from stages.audit.embeddings import EmbedStats, Embedder, EmbeddingModelChoice, load_embedding_model
 from stages.audit.reader import ReleaseSource, iter_rows, open_source
 from stages.audit.shortcuts import ShortcutAudit, ShortcutCollector, ShortcutSettings, score, settings_from
@@ -138,13 +138,18 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
     release = open_source(source, revision)
     settings = shortcut_settings or release_shortcut_settings(release)
     loaded = load_embedding_model(embedding_model, lazy=result_cache is not None)
-    cache, key = None, ""
+    cache, keys = None, []
     if result_cache is not None and release.local is not None:
         cache = AuditCache(result_cache)
-        key = audit_key(input_digests(release.local, release.configs, known_digests), settings, loaded.choice.key)
-        if (hit := cache.get(key, Path(out_dir))) is not None:
-            log.info("audit: every audited shard as before; results reused from the audit cache (%s)", key[:12])
-            return hit
+        for digests in (lambda: input_digests(release.local, release.configs, known_digests),
+                        lambda: column_digests(release.local, release.configs)):
+            keys.append(audit_key(digests(), settings, loaded.choice.key))
+            if (hit := cache.get(keys[-1], Path(out_dir))) is not None:
+                log.info("audit: the audited %s as before; results reused from the audit cache (%s)",
+                         "shards" if len(keys) == 1 else "columns", keys[-1][:12])
+                for key in keys[:-1]:
+                    cache.put(key, hit)
+                return hit
     loaded.model  # noqa: B018 - loaded before reading, so a bad --embedding-model fails fast
     collector = ShortcutCollector(settings)
     shortcut_seconds = 0.0
@@ -190,7 +195,7 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
     log.info("audit: shortcut check %s (%d failing cells); shortcut audit %.1f s of %.1f s",
              shortcuts.verdict, shortcuts.failing_count, shortcuts.seconds, result.seconds)
     result.files = write_outputs(result, Path(out_dir))
-    if cache is not None:
+    for key in keys if cache is not None else ():
         cache.put(key, result)
     return result
 
