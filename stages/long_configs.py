@@ -31,6 +31,7 @@ def write_long_configs(writer: ReleaseWriter, run: RunResult, stats: RowStats) -
     plans = {(p["blueprint_id"], p["context"]): p for p in run.outputs["stretch"].items}
     snippets = {s["id"]: s for s in run.outputs["distractor_pool"].items}
     pool = run.fingerprints.get("distractor_pool") or sha256_json(run.outputs["distractor_pool"].items)  # snippets' content
+    row_digests: dict[str, dict[str, str]] = {}  # base config -> row id -> digest
     contexts = sorted({context for _, context in plans}, key=lambda c: int(c[:-1]))
     families = [("pm", "pm_base", contexts), ("rm", "rm_base", contexts), ("explicit", "explicit_base", ["40k"])]
     for family, base_config, wanted in families:
@@ -40,12 +41,18 @@ def write_long_configs(writer: ReleaseWriter, run: RunResult, stats: RowStats) -
                 rows = [row for row in base_groups.get((base_config, split), []) if (row["blueprint_id"], context) in plans]
                 long_rows = (materialize(row, plans[(row["blueprint_id"], context)], snippets) for row in rows)
                 writer.write_config(name, split, schema_for(name), long_rows, observe=stats.observer(name),
-                                    key=_rows_key(rows, [plans[(row["blueprint_id"], context)] for row in rows], pool))
+                                    key=_rows_key(rows, [plans[(row["blueprint_id"], context)] for row in rows], pool,
+                                                  row_digests.setdefault(base_config, {})))
 
 
-def _rows_key(rows: list[dict], plans: list[Item], pool: str) -> str:
-    """What a long config's split is made from: its base rows, their plans, the snippet pool and this code."""
-    return combine(source_digest(sys.modules[__name__]), sha256_json(rows), sha256_json(plans), pool)
+def _rows_key(rows: list[dict], plans: list[Item], pool: str, row_digests: dict[str, str]) -> str:
+    """What a long config's split is made from: its base rows, their plans, the snippet pool and this code
+    (``row_digests``: the base config's row digests by id, each computed once: every length reads them)."""
+    for row in rows:
+        if row["id"] not in row_digests:
+            row_digests[row["id"]] = sha256_json(row)
+    return combine(source_digest(sys.modules[__name__]), *(row_digests[row["id"]] for row in rows),
+                   sha256_json(plans), pool)
 
 
 def shifted(at: str, minutes: int) -> str:
