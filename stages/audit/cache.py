@@ -22,7 +22,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import text, vocabulary
@@ -57,17 +56,29 @@ def input_digests(release: Path, configs: tuple[str, ...], known: dict[str, str]
 
 
 def column_digests(release: Path, configs: tuple[str, ...]) -> dict[str, str]:
-    """``data/<config>/<file>`` -> sha256 of the columns the audit reads (:data:`reader.COLUMNS`) of every
-    shard of ``configs``: unchanged when an edit touched only columns the audit never reads."""
+    """``data/<config>/<file>`` -> digest of the columns the audit reads (:data:`reader.COLUMNS`) of every
+    shard of ``configs``: unchanged when an edit touched only columns the audit never reads.
+
+    Hashes the encoded column chunks as stored (with the file's schema and row-group sizes), so nothing
+    is decoded; equal chunk bytes under an equal schema decode to equal values.
+    """
     digests = {}
     for config in configs:
         for path in sorted((release / "data" / config).glob("*.parquet")):
-            shard = pq.ParquetFile(path)
-            table = shard.read(columns=[c for c in COLUMNS if c in shard.schema_arrow.names])
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, table.schema) as stream:
-                stream.write_table(table)
-            digests[path.relative_to(release).as_posix()] = hashlib.sha256(sink.getvalue()).hexdigest()
+            meta = pq.ParquetFile(path).metadata
+            digest = hashlib.sha256(meta.schema.to_arrow_schema().to_string().encode())
+            with open(path, "rb") as handle:
+                for group in range(meta.num_row_groups):
+                    row_group = meta.row_group(group)
+                    digest.update(f"|{row_group.num_rows}|".encode())
+                    for index in range(row_group.num_columns):
+                        chunk = row_group.column(index)
+                        if chunk.path_in_schema.split(".", 1)[0] not in COLUMNS:
+                            continue
+                        start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+                        handle.seek(start)
+                        digest.update(chunk.path_in_schema.encode() + handle.read(chunk.total_compressed_size))
+            digests[path.relative_to(release).as_posix()] = digest.hexdigest()
     return digests
 
 
