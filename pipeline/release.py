@@ -55,7 +55,6 @@ class ReleaseWriter:
         self.configs: dict[str, dict[str, dict[str, Any]]] = {}
         self.shard_cache = shard_cache
         self.digests: dict[str, str] = {}  # sha256 of shards known at write time (manifest need not re-read them)
-        self.shard_keys: dict[str, str] = {}  # "config/split" -> cache key of its shards (the audit's input keys)
         self.cache_hits = self.cache_misses = 0
 
     def write_config(
@@ -79,7 +78,6 @@ class ReleaseWriter:
         """
         full_key = self._cache_key(config, split, schema, rows, key)
         if full_key is not None:
-            self.shard_keys[f"{config}/{split}"] = full_key
             assert self.shard_cache is not None
             cached = self.shard_cache.get(full_key)
             if cached is not None:

@@ -99,8 +99,11 @@ class ShardCache:
             entry = {"names": [s.name for s in shards], "sizes": [s.stat().st_size for s in shards],
                      "digests": digests, "rows": rows}
             (temp / ENTRY).write_text(json.dumps(entry, sort_keys=True), encoding="utf-8")
-            if target.exists():  # an invalid entry (get said None): replace it
-                shutil.rmtree(target, ignore_errors=True)
+            if target.exists():
+                if self.get(key) is not None:  # another build stored it meanwhile: keep that one
+                    shutil.rmtree(temp, ignore_errors=True)
+                    return
+                shutil.rmtree(target, ignore_errors=True)  # an invalid entry: replace it
             os.rename(temp, target)
         except OSError:
             shutil.rmtree(temp, ignore_errors=True)  # e.g. another build stored the same entry first

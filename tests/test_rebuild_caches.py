@@ -134,6 +134,10 @@ def test_audit_cache_hit_miss_and_corrupt_entry(small_release: Path, tmp_path: P
         entry.write_bytes(b"not a pickle")  # a corrupted entry is recomputed
     _audit(small_release, tmp_path / "c", cache)
     assert len(calls) == 1
+    for entry in (cache / "audit").glob("*/*/report.md"):
+        entry.unlink()  # a partial entry is recomputed too
+    _audit(small_release, tmp_path / "c2", cache)
+    assert len(calls) == 2
 
     from tests.test_audit_release import SCHEMA, fixture_rows
 
@@ -152,7 +156,7 @@ def test_audit_cache_hit_miss_and_corrupt_entry(small_release: Path, tmp_path: P
         return copy
 
     unread = _audit(edited_copy("unread", "expected"), tmp_path / "d", cache)  # a column the audit never reads
-    assert len(calls) == 1 and unread.files == first.files
+    assert len(calls) == 2 and unread.files == first.files
     _audit(edited_copy("read", "id"), tmp_path / "e", cache)
-    assert len(calls) == 2  # a row the audit reads changed: a miss
+    assert len(calls) == 3  # a row the audit reads changed: a miss
     assert not list((cache / "audit").rglob("*.tmp"))

@@ -99,16 +99,14 @@ class AuditCache:
     def get(self, key: str, out_dir: Path) -> Any | None:
         """Copy a complete entry's files into ``out_dir`` and return its result, else None."""
         directory = self._dir(key)
+        result = _complete(directory)
+        if result is None:
+            return None
         try:
-            with open(directory / RESULT, "rb") as handle:
-                result = pickle.load(handle)
-            sources = [directory / name for name in result.files]
-            if not all(path.is_file() for path in sources):
-                return None
             out_dir.mkdir(parents=True, exist_ok=True)
-            for path in sources:
-                shutil.copyfile(path, out_dir / path.name)
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+            for name in result.files:
+                shutil.copyfile(directory / name, out_dir / name)
+        except OSError:
             return None
         result.out_dir = out_dir
         return result
@@ -123,11 +121,24 @@ class AuditCache:
                 shutil.copyfile(result.out_dir / name, temp / name)
             with open(temp / RESULT, "wb") as handle:
                 pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            if target.exists():  # an entry get() refused: replace it
-                shutil.rmtree(target, ignore_errors=True)
+            if target.exists():
+                if _complete(target) is not None:  # another build stored it meanwhile: keep that one
+                    shutil.rmtree(temp, ignore_errors=True)
+                    return
+                shutil.rmtree(target, ignore_errors=True)  # an entry get() refused: replace it
             os.rename(temp, target)
         except OSError:
             shutil.rmtree(temp, ignore_errors=True)  # e.g. another build stored the same entry first
         except BaseException:
             shutil.rmtree(temp, ignore_errors=True)
             raise
+
+
+def _complete(directory: Path) -> Any | None:
+    """The result of the entry in ``directory`` when it is readable and has all its files, else None."""
+    try:
+        with open(directory / RESULT, "rb") as handle:
+            result = pickle.load(handle)
+        return result if all((directory / name).is_file() for name in result.files) else None
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+        return None
