@@ -35,6 +35,7 @@ from pipeline.llm import LLMClient
 from pipeline.oracle_guard import ORACLE_STAGES, guard_oracles
 from pipeline.release import ReleaseWriter
 from pipeline.runner import RunResult, run_stages, select
+from pipeline.shardcache import ShardCache
 from pipeline.stage import BuildSetting, Stage, StageContext
 from pipeline.stats import RowStats
 
@@ -264,7 +265,7 @@ def _fallbacks(env: dict[str, Any]) -> dict[str, Any]:
 def write_release(config: BuildConfig, stages: list[Stage], run: RunResult, out: Path, env: dict[str, Any],
                   cache_dir: Path) -> Path:
     """Write every stage's configs, the audits, exclusions, card and manifest; atomically."""
-    writer = ReleaseWriter(out, config.version)
+    writer = ReleaseWriter(out, config.version, ShardCache(cache_dir / "release-shards"))
     stats = RowStats()
     try:
         log.info("writing release %s to %s", config.version, writer.staging)
@@ -284,10 +285,11 @@ def write_release(config: BuildConfig, stages: list[Stage], run: RunResult, out:
             "stages": [record.manifest_entry() for record in run.records],
         }
         sections = {}
-        log.info("release data written (%d configs); running the leakage audit", len(writer.configs))
+        log.info("release data written (%d configs; %d splits linked from the shard cache, %d written); "
+                 "running the leakage audit", len(writer.configs), writer.cache_hits, writer.cache_misses)
         writer.write_text("README.md", front_matter(writer.configs, config.license))
         audit = registry.audit_release(writer.staging, writer.staging / "audits", cache_dir / "embeddings",
-                                       shortcut_settings(config))
+                                       shortcut_settings(config), cache_dir / "audit", writer.digests)
         log.info("audit done with %s; shortcut check: %s", audit.embedding_model, audit.shortcuts.verdict)
         manifest["fallbacks"]["embedding_model"] = audit.embedding_model
         manifest |= audit.shortcuts.manifest_entry()

@@ -67,6 +67,9 @@ def _stale(owner: tuple[str, int] | None) -> bool:
     return owner is not None and owner[0] == host() and owner[1] != os.getpid() and not pid_alive(owner[1])
 
 
+CACHE_FOLDERS = ("artifacts", "release-shards", "audit")  # caches whose entries are written as temp + rename
+
+
 def remove_leftovers(out_root: Path, cache_dir: Path) -> list[str]:
     """Delete stale staging directories under ``out_root`` and temp files under ``cache_dir``; say which."""
     removed: list[str] = []
@@ -81,11 +84,16 @@ def remove_leftovers(out_root: Path, cache_dir: Path) -> list[str]:
             staging = marker.with_name(marker.name.removesuffix(".owner"))
             if not staging.exists() and _stale(_staging_owner(staging)):
                 marker.unlink(missing_ok=True)
-    artifacts = cache_dir / "artifacts"
-    if artifacts.is_dir():
-        for tmp in sorted(artifacts.rglob("*.tmp")):
+    for folder in CACHE_FOLDERS:
+        root = cache_dir / folder
+        if not root.is_dir():
+            continue
+        for tmp in sorted(root.rglob("*.tmp")):
             if _tmp_stale(tmp):
-                tmp.unlink(missing_ok=True)
+                if tmp.is_dir():
+                    shutil.rmtree(tmp, ignore_errors=True)
+                else:
+                    tmp.unlink(missing_ok=True)
                 removed.append(str(tmp))
     for what in removed:
         log.info("removed a leftover of a build that no longer runs: %s", what)

@@ -63,11 +63,14 @@ def stage_classes() -> tuple[type[Stage], ...]:
             Variants, DistractorPool, Stretch, AimeProbe, PMBenchWeekStage)
 
 
-def audit_release(release: Path, out: Path, cache_dir: Path, settings: ShortcutSettings) -> Any:
-    """The leakage and shortcut audit of a written release (``stages.audit.run_audit``)."""
+def audit_release(release: Path, out: Path, cache_dir: Path, settings: ShortcutSettings,
+                  result_cache: Path | None = None, known_digests: dict[str, str] | None = None) -> Any:
+    """The leakage and shortcut audit of a written release (``stages.audit.run_audit``); with
+    ``result_cache``, reused when the audited shards (``known_digests``: their sha256) are unchanged."""
     from stages.audit import run_audit
 
-    return run_audit(release, out, cache_dir=cache_dir, shortcut_settings=settings)
+    return run_audit(release, out, cache_dir=cache_dir, shortcut_settings=settings, result_cache=result_cache,
+                     known_digests=known_digests)
 
 
 def shortcut_settings_from(audit_config: Any) -> ShortcutSettings:

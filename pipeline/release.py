@@ -5,6 +5,10 @@
 ``<out>/<version>``. An owner file beside the staging directory (:mod:`pipeline.leftovers`)
 lets a later build remove it if this process dies. An existing release is never overwritten; a failed build leaves no
 partial release behind (``abort`` removes the staging directory).
+
+With a :class:`pipeline.shardcache.ShardCache`, a config's split whose rows key (given by the caller,
+or the digest of the rows when they are a list) was written before is linked from the cache
+instead of written again: same rows, schema and writer code give byte-identical shards.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.hashing import sha256_file
+from pipeline.hashing import combine, sha256_file, sha256_json, source_digest
 from pipeline.leftovers import write_owner
 from pipeline.schemas import conform
+from pipeline.shardcache import ShardCache, light, place
 
 SHARD_BYTES = 256 * 1024 * 1024  # text per shard file
 GROUP_BYTES = 16 * 1024 * 1024  # text per row group (bounds memory while writing)
@@ -37,7 +42,7 @@ class ReleaseExists(Exception):
 class ReleaseWriter:
     """Builds one release directory; see the module docstring."""
 
-    def __init__(self, out_root: Path, version: str) -> None:
+    def __init__(self, out_root: Path, version: str, shard_cache: ShardCache | None = None) -> None:
         self.final = out_root / version
         if self.final.exists():
             raise ReleaseExists(f"{self.final} already exists; releases are never overwritten (bump the version or use --out)")
@@ -48,6 +53,9 @@ class ReleaseWriter:
         self.owner = write_owner(self.staging)  # lets a later build tell a dead build's leftovers from a live one
         self.staging.mkdir()
         self.configs: dict[str, dict[str, dict[str, Any]]] = {}
+        self.shard_cache = shard_cache
+        self.digests: dict[str, str] = {}  # sha256 of shards known at write time (manifest need not re-read them)
+        self.cache_hits = self.cache_misses = 0
 
     def write_config(
         self,
@@ -56,6 +64,7 @@ class ReleaseWriter:
         schema: pa.Schema,
         rows: Iterable[dict],
         observe: Callable[[dict], None] | None = None,
+        key: str | None = None,
     ) -> int:
         """Stream ``rows`` into ``data/<config>/<split>-NNNNN-of-NNNNN.parquet``; return the row count.
 
@@ -64,7 +73,64 @@ class ReleaseWriter:
         (``datasets`` cannot read a zero-row parquet file) and is left out of the card. Each row must
         have exactly the schema's columns (plus, optionally, :data:`ROUTING_KEYS`), else
         :class:`~pipeline.schemas.RowSchemaError`.
+        ``key``: the digest of what ``rows`` are made from (default for a list: the rows' own
+        digest); with a shard cache, a known key links the cached shards and ``rows`` is never read.
         """
+        full_key = self._cache_key(config, split, schema, rows, key)
+        if full_key is not None:
+            assert self.shard_cache is not None
+            cached = self.shard_cache.get(full_key)
+            if cached is not None:
+                self.cache_hits += 1
+                return self._link_cached(config, split, cached, observe)
+            self.cache_misses += 1
+            observed: list[dict] = []
+            watch = observe
+
+            def observe(row: dict) -> None:  # noqa: F811 - also keeps what the cache entry replays
+                observed.append(light(row))
+                if watch:
+                    watch(row)
+
+        count = self._write_rows(config, split, schema, rows, observe)
+        if full_key is not None and count:
+            assert self.shard_cache is not None
+            split_info = self.configs[config][split]
+            paths = [self.staging / f for f in split_info["files"]]
+            self.shard_cache.put(full_key, paths, [self.digests[f] for f in split_info["files"]], count, observed)
+        return count
+
+    def _cache_key(self, config: str, split: str, schema: pa.Schema, rows: Iterable[dict], key: str | None) -> str | None:
+        """The shard-cache key of a split (None: no cache, or rows that cannot be hashed)."""
+        if self.shard_cache is None:
+            return None
+        if key is None:
+            if not isinstance(rows, list):
+                return None
+            try:
+                key = sha256_json(rows)
+            except (TypeError, ValueError):
+                return None
+        return combine("release-shards", WRITER_VERSION, config, split, sha256_json(schema.to_string()), key)
+
+    def _link_cached(self, config: str, split: str, cached: Any, observe: Callable[[dict], None] | None) -> int:
+        """Place a cache entry's shards into the staging release; replay its observed rows."""
+        folder = self.staging / "data" / config
+        folder.mkdir(parents=True, exist_ok=True)
+        files = []
+        for name, digest in zip(cached.names, cached.digests):
+            place(cached.directory / name, folder / name)
+            files.append(f"data/{config}/{name}")
+            self.digests[files[-1]] = digest
+        if observe:
+            for row in cached.observed():
+                observe(row)
+        self.configs.setdefault(config, {})[split] = {"rows": cached.rows, "files": files}
+        return cached.rows
+
+    def _write_rows(self, config: str, split: str, schema: pa.Schema, rows: Iterable[dict],
+                    observe: Callable[[dict], None] | None) -> int:
+        """Write ``rows`` as parquet shards (see :meth:`write_config`); return the row count."""
         folder = self.staging / "data" / config
         shards: list[Path] = []
         writer: pq.ParquetWriter | None = None
@@ -104,6 +170,8 @@ class ReleaseWriter:
             name = f"{split}-{index:05d}-of-{len(shards):05d}.parquet"
             temp.rename(folder / name)
             files.append(f"data/{config}/{name}")
+            if self.shard_cache is not None:
+                self.digests[files[-1]] = sha256_file(folder / name)
         self.configs.setdefault(config, {})[split] = {"rows": count, "files": files}
         return count
 
@@ -121,7 +189,8 @@ class ReleaseWriter:
         """Hash every file, write manifest.json, and move the release into place."""
         files = {}
         for path in sorted(p for p in self.staging.rglob("*") if p.is_file()):
-            files[path.relative_to(self.staging).as_posix()] = sha256_file(path)
+            relative = path.relative_to(self.staging).as_posix()
+            files[relative] = self.digests.get(relative) or sha256_file(path)
         manifest = {**manifest, "configs": self.configs, "files": files}
         self.write_text("manifest.json", json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         if self.final.exists():
@@ -133,6 +202,10 @@ class ReleaseWriter:
     def abort(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
         self.owner.unlink(missing_ok=True)
+
+
+# how shards are written: this module, the row conformer and the parquet library
+WRITER_VERSION = combine(source_digest(ReleaseWriter, conform), pa.__version__)
 
 
 def _approx_bytes(row: dict) -> int:

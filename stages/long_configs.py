@@ -9,11 +9,13 @@ a build. Out: ``pm_<N>k``, ``rm_<N>k`` and ``explicit_40k`` rows, streamed into 
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from pipeline.assemble import group_rows
 from pipeline.blueprints.schema import TIME_FORMAT
+from pipeline.hashing import combine, sha256_json, source_digest
 from pipeline.schemas import schema_for
 from pipeline.stage import Item
 
@@ -28,16 +30,29 @@ def write_long_configs(writer: ReleaseWriter, run: RunResult, stats: RowStats) -
     base_groups = group_rows(run.outputs["variants"].items)
     plans = {(p["blueprint_id"], p["context"]): p for p in run.outputs["stretch"].items}
     snippets = {s["id"]: s for s in run.outputs["distractor_pool"].items}
+    pool = run.fingerprints.get("distractor_pool") or sha256_json(run.outputs["distractor_pool"].items)  # snippets' content
+    row_digests: dict[str, dict[str, str]] = {}  # base config -> row id -> digest
     contexts = sorted({context for _, context in plans}, key=lambda c: int(c[:-1]))
     families = [("pm", "pm_base", contexts), ("rm", "rm_base", contexts), ("explicit", "explicit_base", ["40k"])]
     for family, base_config, wanted in families:
         for context in wanted:
             name = f"{family}_{context}"
             for split in ("test", "dev"):
-                rows = base_groups.get((base_config, split), [])
-                long_rows = (materialize(row, plans[(row["blueprint_id"], context)], snippets)
-                             for row in rows if (row["blueprint_id"], context) in plans)
-                writer.write_config(name, split, schema_for(name), long_rows, observe=stats.observer(name))
+                rows = [row for row in base_groups.get((base_config, split), []) if (row["blueprint_id"], context) in plans]
+                long_rows = (materialize(row, plans[(row["blueprint_id"], context)], snippets) for row in rows)
+                writer.write_config(name, split, schema_for(name), long_rows, observe=stats.observer(name),
+                                    key=_rows_key(rows, [plans[(row["blueprint_id"], context)] for row in rows], pool,
+                                                  row_digests.setdefault(base_config, {})))
+
+
+def _rows_key(rows: list[dict], plans: list[Item], pool: str, row_digests: dict[str, str]) -> str:
+    """What a long config's split is made from: its base rows, their plans, the snippet pool and this code
+    (``row_digests``: the base config's row digests by id, each computed once: every length reads them)."""
+    for row in rows:
+        if row["id"] not in row_digests:
+            row_digests[row["id"]] = sha256_json(row)
+    return combine(source_digest(sys.modules[__name__]), *(row_digests[row["id"]] for row in rows),
+                   sha256_json(plans), pool)
 
 
 def shifted(at: str, minutes: int) -> str:

@@ -131,7 +131,7 @@ class Stretch(MapStage):
         if getattr(self, "_loaded_embedder", None) is None:
             from pipeline.build import default_cache_dir
 
-            self._loaded_embedder = Embedder(load_embedding_model(self.params.embedding_model), default_cache_dir())
+            self._loaded_embedder = Embedder(load_embedding_model(self.params.embedding_model, lazy=True), default_cache_dir())
         return self._loaded_embedder
 
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:

