@@ -58,7 +58,7 @@ class DialogueParams(BaseModel):
     filler_exchanges: dict[str, CountRange] = DEFAULT_FILLER
     # how story exchanges are chosen: "random" (an ordered random subset: right when the seeds' placed turns
     # take their shapes from their own story) or "closest" (those nearest the constraint's shape)
-    story_choice: Literal["random", "closest"] = "closest"
+    story_choice: Literal["random", "closest"] = "random"
     timing: TimingParams = TimingParams()
     llm: FillerParams = FillerParams()
 
