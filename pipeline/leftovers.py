@@ -15,7 +15,10 @@ import logging
 import os
 import shutil
 import socket
+import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 log = logging.getLogger("triggerbench")
@@ -29,6 +32,30 @@ def host() -> str:
 def tmp_prefix() -> str:
     """The prefix of this process's cache temp files."""
     return f"{os.getpid()}@{host()}~"
+
+
+@contextmanager
+def entry_dir(target: Path, is_valid: Callable[[Path], bool]) -> Iterator[Path]:
+    """A temp directory beside ``target`` to fill; on leaving, it becomes ``target`` atomically.
+
+    An entry another build stored meanwhile is kept when ``is_valid`` accepts it (an invalid one is
+    replaced); a failure while filling, or a lost rename race (``OSError``), leaves nothing behind.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(dir=target.parent, prefix=tmp_prefix(), suffix=".tmp"))
+    try:
+        yield temp
+        if target.exists():
+            if is_valid(target):
+                shutil.rmtree(temp, ignore_errors=True)
+                return
+            shutil.rmtree(target, ignore_errors=True)
+        os.rename(temp, target)
+    except OSError:
+        shutil.rmtree(temp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
 
 
 def write_owner(staging: Path) -> Path:

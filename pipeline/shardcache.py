@@ -19,13 +19,12 @@ import gzip
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipeline.hashing import sha256_file
-from pipeline.leftovers import tmp_prefix
+from pipeline.leftovers import entry_dir
 
 ENTRY = "entry.json"
 OBSERVED = "observed.jsonl.gz"
@@ -87,10 +86,7 @@ class ShardCache:
     def put(self, key: str, shards: list[Path], digests: list[str], rows: int,
             observed: list[dict[str, Any]]) -> None:
         """Store ``shards`` (linked, else copied) as the entry for ``key``; atomic (temp dir + rename)."""
-        target = self._dir(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = Path(tempfile.mkdtemp(dir=target.parent, prefix=tmp_prefix(), suffix=".tmp"))
-        try:
+        with entry_dir(self._dir(key), lambda _: self.get(key) is not None) as temp:
             for shard in shards:
                 place(shard, temp / shard.name)
             with gzip.open(temp / OBSERVED, "wt", encoding="utf-8", compresslevel=3) as handle:
@@ -99,14 +95,3 @@ class ShardCache:
             entry = {"names": [s.name for s in shards], "sizes": [s.stat().st_size for s in shards],
                      "digests": digests, "rows": rows}
             (temp / ENTRY).write_text(json.dumps(entry, sort_keys=True), encoding="utf-8")
-            if target.exists():
-                if self.get(key) is not None:  # another build stored it meanwhile: keep that one
-                    shutil.rmtree(temp, ignore_errors=True)
-                    return
-                shutil.rmtree(target, ignore_errors=True)  # an invalid entry: replace it
-            os.rename(temp, target)
-        except OSError:
-            shutil.rmtree(temp, ignore_errors=True)  # e.g. another build stored the same entry first
-        except BaseException:
-            shutil.rmtree(temp, ignore_errors=True)
-            raise

@@ -13,11 +13,9 @@ ignored (and recomputed).
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import shutil
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ import pyarrow.parquet as pq
 
 from pipeline import text, vocabulary
 from pipeline.hashing import combine, sha256_file, sha256_json, source_digest
-from pipeline.leftovers import tmp_prefix
+from pipeline.leftovers import entry_dir
 from stages.audit.reader import COLUMNS
 
 RESULT = "result.pkl"
@@ -113,25 +111,11 @@ class AuditCache:
 
     def put(self, key: str, result: Any) -> None:
         """Store ``result`` and the files it wrote (from ``result.out_dir``); atomic."""
-        target = self._dir(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = Path(tempfile.mkdtemp(dir=target.parent, prefix=tmp_prefix(), suffix=".tmp"))
-        try:
+        with entry_dir(self._dir(key), lambda target: _complete(target) is not None) as temp:
             for name in result.files:
                 shutil.copyfile(result.out_dir / name, temp / name)
             with open(temp / RESULT, "wb") as handle:
                 pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            if target.exists():
-                if _complete(target) is not None:  # another build stored it meanwhile: keep that one
-                    shutil.rmtree(temp, ignore_errors=True)
-                    return
-                shutil.rmtree(target, ignore_errors=True)  # an entry get() refused: replace it
-            os.rename(temp, target)
-        except OSError:
-            shutil.rmtree(temp, ignore_errors=True)  # e.g. another build stored the same entry first
-        except BaseException:
-            shutil.rmtree(temp, ignore_errors=True)
-            raise
 
 
 def _complete(directory: Path) -> Any | None:
