@@ -20,7 +20,9 @@ The rules (issue "Base dialogues v2"):
 - **Times from one process**: every gap between user turns comes from the typing-and-reading model
   (``stages.timing``), jittered, never rounded. Only the trigger's time is anchored (shifted by a
   seeded few minutes); temporal grounding also anchors the constraint, with one scale on every gap
-  of the row so the constraint-to-trigger span, and so the deadline's meaning, is kept.
+  of the row so the constraint-to-trigger span, and so the deadline's meaning, is kept. Gaps run on
+  a waking clock (``stages.timing.WakingClock``, 07:00-23:30): a row stretched over days crosses
+  nights between turns instead of putting turns at 3 a.m.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from pipeline.text import mentions, word_count
 from pipeline.vocabulary import DropReason
 from stages.generate.fillers import FillerGenerator, FillerParams
 from stages import timing
-from stages.timing import TimingParams, TypingModel
+from stages.timing import TimingParams, TypingModel, WakingClock
 
 DEFAULT_FILLER = {
     "state_tracking": (7, 9),
@@ -50,7 +52,8 @@ DEFAULT_FILLER = {
     "safe_coding": (5, 7),
 }
 JITTER = 0.35  # log-distance noise in the story subset, so renderings of one seed take different exchanges
-ANCHOR_SHIFT_MINUTES = (-5, 4)  # the trigger (and a temporal constraint) move by a seeded amount in this range
+ANCHOR_SHIFT_MINUTES = (-5, 4)
+WAKING_ORIGIN_DAYS = 60  # the waking clock counts from this many days before the trigger (rows span less)  # the trigger (and a temporal constraint) move by a seeded amount in this range
 
 
 class DialogueParams(BaseModel):
@@ -243,14 +246,21 @@ def _assign_times(turns: list[dict], bp: dict, typing: TypingModel, rng: random.
     # anchors move by whole minutes plus the same seconds, mid-minute, so rounding never moves a minute
     shift = timedelta(minutes=_anchor_shift(bp, rng), seconds=rng.uniform(1, 58))
     trigger_at = datetime.strptime(bp["trigger"]["at"], TIME_FORMAT) + shift
-    scale = 1.0
+    anchors = [trigger_at]
     if bp.get("timing"):
+        anchors.append(datetime.strptime(bp["constraints"][0]["at"], TIME_FORMAT) + shift)
+    clock = WakingClock(origin=trigger_at.date() - timedelta(days=WAKING_ORIGIN_DAYS))
+    if not all(clock.awake(at) for at in anchors):  # an anchor in the night: plain time, as written
+        clock = None
+    position = (lambda at: clock.to_waking(at)) if clock else (lambda at: (at - datetime.min).total_seconds())
+    scale = 1.0
+    if len(anchors) > 1:
         constraint_user = next(k for k, i in enumerate(users) if turns[i]["kind"] == "constraint")
-        constraint_at = datetime.strptime(bp["constraints"][0]["at"], TIME_FORMAT) + shift
         natural = sum(gaps[constraint_user + 1:])
-        window = (trigger_at - constraint_at).total_seconds()
+        window = position(anchors[0]) - position(anchors[1])
         scale = window / natural if natural > 0 and window > 0 else 1.0
-    clock = trigger_at
+    at = position(trigger_at)
     for k in range(len(users) - 1, -1, -1):
-        turns[users[k]]["at"] = clock.strftime(TIME_FORMAT)
-        clock -= timedelta(seconds=gaps[k] * scale)
+        moment = clock.from_waking(at) if clock else datetime.min + timedelta(seconds=at)
+        turns[users[k]]["at"] = moment.strftime(TIME_FORMAT)
+        at -= gaps[k] * scale

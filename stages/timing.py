@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
@@ -48,6 +49,37 @@ class Placement:
     scale: float  # 1.0, or the compression of the gaps when the window could not be widened enough
     natural_seconds: float  # the span the model wanted (injected turns plus the gap back to the fixed turn after)
     plausible: bool = True  # every gap, compressed or not, still leaves a person the floor's time to read and type
+
+
+@dataclass(frozen=True)
+class WakingClock:
+    """Time as a person's waking seconds since ``origin``: the night (outside ``start``-``end`` seconds
+    of the day) does not count, so gaps stretched over days land every turn in the day, and a long
+    pause crosses a night instead of ending at 3 a.m."""
+
+    origin: date
+    start: float = 7 * 3600.0  # 07:00
+    end: float = 23.5 * 3600.0  # 23:30
+
+    @property
+    def day(self) -> float:
+        return self.end - self.start
+
+    def awake(self, at: datetime) -> bool:
+        return self.start <= _seconds_of_day(at) <= self.end
+
+    def to_waking(self, at: datetime) -> float:
+        """Waking seconds from ``origin``'s start of day to ``at`` (a time in the night counts as its edge)."""
+        clamped = min(max(_seconds_of_day(at), self.start), self.end)
+        return (at.date() - self.origin).days * self.day + clamped - self.start
+
+    def from_waking(self, seconds: float) -> datetime:
+        days, rest = divmod(seconds, self.day)
+        return datetime.combine(self.origin, time()) + timedelta(days=days, seconds=self.start + rest)
+
+
+def _seconds_of_day(at: datetime) -> float:
+    return at.hour * 3600.0 + at.minute * 60.0 + at.second + at.microsecond / 1e6
 
 
 class TypingModel:

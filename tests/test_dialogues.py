@@ -110,6 +110,23 @@ def test_temporal_constraint_to_trigger_span_and_deadline_kept(relative: str) ->
             assert (trigger < constraint + (deadline - datetime.strptime(blueprint["constraints"][0]["at"], TIME_FORMAT))) == before
 
 
+def test_a_span_of_days_keeps_every_turn_in_waking_hours() -> None:
+    """bib pickup: constraint Wednesday 19:20, trigger Saturday 14:40. Stretched over three days, the
+    turns between land in the day (07:00-23:30) with nights crossed between them, never at 3 a.m., and
+    the anchors stay exact."""
+    blueprint = seed("temporal_grounding/tg-abs-bib-pickup.yaml")
+    span = (datetime.strptime(blueprint["trigger"]["at"], TIME_FORMAT)
+            - datetime.strptime(blueprint["constraints"][0]["at"], TIME_FORMAT))
+    days = set()
+    for d in dialogues(blueprint, 20):
+        stamps, kinds = times(d), [t["kind"] for t in users(d)]
+        assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+        assert stamps[-1] - stamps[kinds.index("constraint")] == span
+        assert all(7 * 60 <= s.hour * 60 + s.minute <= 23 * 60 + 30 for s in stamps), stamps
+        days.update(s.date() for s in stamps)
+    assert len(days) >= 4  # the story spreads over the days before the race
+
+
 def test_attention_recovery_order_with_a_story() -> None:
     for d in dialogues(seed("attention_recovery/ar-code-camp-registration.yaml"), 20):
         kinds = [t["kind"] for t in users(d)]
