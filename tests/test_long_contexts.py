@@ -111,6 +111,7 @@ def test_every_long_row(default_build: dict, config: str) -> None:
     target = LENGTHS[context]
     counted: dict[str, int] = {}
     injected_by_plan: dict[tuple[str, str], list] = defaultdict(list)
+    clean: set[tuple[str, tuple[str, ...]]] = set()
     seen = 0
     for row in _iter_rows(release, config):
         seen += 1
@@ -145,11 +146,15 @@ def test_every_long_row(default_build: dict, config: str) -> None:
             assert len(shifts) == 1 and min(shifts) >= 0, (row["id"], shifts)  # the head moves back as one piece
             if row["dimension"] == "temporal_grounding":
                 _assert_deadline_kept(row, base_row, shifts.pop(), blueprints[row["blueprint_id"]])
+            slots = tuple(row["gold_slots"])
             for message in injected:
                 body = strip_timestamp(message["content"])
+                if (body, slots) in clean:  # variants of one blueprint share their block: scan it once
+                    continue
                 assert not has_time_expression(body), (row["id"], body[:80])
                 assert not INDEPENDENT_TIME.search(body), (row["id"], INDEPENDENT_TIME.search(body).group(0), body[:80])
-                assert not any(mentions(body, slot) for slot in row["gold_slots"]), row["id"]
+                assert not any(mentions(body, slot) for slot in slots), row["id"]
+                clean.add((body, slots))
             injected_by_plan[(row["blueprint_id"], context)].append(injected)
     assert seen > 0
     for plan, blocks in injected_by_plan.items():
