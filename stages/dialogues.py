@@ -42,7 +42,7 @@ from pipeline.text import mentions, word_count
 from pipeline.vocabulary import DropReason
 from stages.generate.fillers import FillerGenerator, FillerParams
 from stages import timing
-from stages.timing import TimingParams, TypingModel, WakingClock
+from stages.timing import DAY_SECONDS, TimingParams, TypingModel, WakingClock
 
 DEFAULT_FILLER = {
     "state_tracking": (7, 9),
@@ -249,18 +249,17 @@ def _assign_times(turns: list[dict], bp: dict, typing: TypingModel, rng: random.
     anchors = [trigger_at]
     if bp.get("timing"):
         anchors.append(datetime.strptime(bp["constraints"][0]["at"], TIME_FORMAT) + shift)
-    clock = WakingClock(origin=trigger_at.date() - timedelta(days=WAKING_ORIGIN_DAYS))
-    if not all(clock.awake(at) for at in anchors):  # an anchor in the night: plain time, as written
-        clock = None
-    position = (lambda at: clock.to_waking(at)) if clock else (lambda at: (at - datetime.min).total_seconds())
+    origin = trigger_at.date() - timedelta(days=WAKING_ORIGIN_DAYS)
+    clock = WakingClock(origin)
+    if not all(clock.awake(at) for at in anchors):  # an anchor in the night: the whole day counts, as written
+        clock = WakingClock(origin, start=0.0, end=DAY_SECONDS)
     scale = 1.0
     if len(anchors) > 1:
         constraint_user = next(k for k, i in enumerate(users) if turns[i]["kind"] == "constraint")
         natural = sum(gaps[constraint_user + 1:])
-        window = position(anchors[0]) - position(anchors[1])
+        window = clock.to_waking(anchors[0]) - clock.to_waking(anchors[1])
         scale = window / natural if natural > 0 and window > 0 else 1.0
-    at = position(trigger_at)
+    at = clock.to_waking(trigger_at)
     for k in range(len(users) - 1, -1, -1):
-        moment = clock.from_waking(at) if clock else datetime.min + timedelta(seconds=at)
-        turns[users[k]]["at"] = moment.strftime(TIME_FORMAT)
+        turns[users[k]]["at"] = clock.from_waking(at).strftime(TIME_FORMAT)
         at -= gaps[k] * scale

@@ -51,6 +51,9 @@ class Placement:
     plausible: bool = True  # every gap, compressed or not, still leaves a person the floor's time to read and type
 
 
+DAY_SECONDS = 86400.0
+
+
 @dataclass(frozen=True)
 class WakingClock:
     """Time as a person's waking seconds since ``origin``: the night (outside ``start``-``end`` seconds
