@@ -69,20 +69,30 @@ def _move_back(message: dict, minutes: int) -> dict:
 
 
 def materialize(row: dict, plan: Item, snippets: dict[str, Item]) -> dict:
-    """The long-context row: the base row with the plan's snippets injected and its head moved back."""
-    injected: list[dict] = []
+    """The long-context row: the base row with the plan's chunks injected and its user turns retimed."""
     stamps = iter(plan["timestamps"])
-    for snippet_id, start, end in plan["snippets"]:
-        for role, content in snippets[snippet_id]["messages"][start:end]:
-            injected.append({"role": role, "content": f"[{next(stamps)}] {content}" if role == "user" else content})
-    at = plan["insert_index"]
-    size = len(injected)
+    picks = iter(plan["snippets"])
+    chunks: dict[int, list[dict]] = {}
+    for at, count in plan["chunks"]:
+        chunk = chunks.setdefault(at, [])
+        for _ in range(count):
+            snippet_id, start, end = next(picks)
+            for role, content in snippets[snippet_id]["messages"][start:end]:
+                chunk.append({"role": role, "content": f"[{next(stamps)}] {content}" if role == "user" else content})
+    shifts = iter(plan["base_shifts"])
+    messages: list[dict] = []
+    injected: list[int] = []
+    new_index: list[int] = []  # base message index -> long row index
+    for i, message in enumerate(row["messages"]):
+        for chunk_message in chunks.get(i, []):
+            injected.append(len(messages))
+            messages.append(chunk_message)
+        new_index.append(len(messages))
+        messages.append(_move_back(message, next(shifts)) if message["role"] == "user" else message)
 
     def shift(index: int | None) -> int | None:
-        return None if index is None else index + size if index >= at else index
+        return None if index is None else new_index[index]
 
-    head = [_move_back(m, plan.get("head_shift_minutes", 0)) for m in row["messages"][:at]]
-    messages = head + injected + row["messages"][at:]
     long_row = {
         **row,
         "id": row["id"].rsplit(".", 1)[0] + f".{plan['context']}",
@@ -97,5 +107,5 @@ def materialize(row: dict, plan: Item, snippets: dict[str, Item]) -> dict:
     }
     if "trigger_turn" in row:
         long_row.update(trigger_turn=len(messages) - 1, resolution_turn=shift(row["resolution_turn"]),
-                        filler_turns=[shift(i) for i in row["filler_turns"]], injected_turns=list(range(at, at + size)))
+                        filler_turns=[shift(i) for i in row["filler_turns"]], injected_turns=injected)
     return long_row

@@ -1,17 +1,17 @@
 """``stretch``: a base dialogue -> one injection plan per target length (20K ... 100K tokens).
 
 In: ``dialogues`` items (main) and ``distractor_pool`` snippets (side). Out: plan items
-``{"id": "<blueprint>@<length>", "blueprint_id", "context", "source", "insert_index",
-"snippets", "timestamps", "injected_tokens", "filtered"}``. A plan is shared by every row
+``{"id": "<blueprint>@<length>", "blueprint_id", "context", "source", "chunks",
+"snippets", "timestamps", "base_shifts", "injected_tokens", "filtered"}``. A plan is shared by every row
 of its blueprint at that length (Pos-Clean, Pos-Over, Neg-Clean, explicit, RM): a
 controlled comparison. ``stages.long_configs.materialize`` (at release) turns a base row and
 its plan into the long row.
 
-Placement policy: the whole block of snippets goes right after the assistant's reply to
-the last constraint-side turn (the constraint, the second if-then constraint, or the
-attention-recovery interruption). The base dialogue's tail (topic filler, the Neg-Clean
-resolving turn, the trigger) stays as in the base row, so constraint and trigger text are
-byte-identical to the base and the resolving turn stays close to the trigger.
+Placement and time (``stages.injection``): attention recovery keeps one block after the
+interruption's reply; the other dimensions spread whole snippets over every exchange boundary of
+the dialogue, so the block's edges never mark the constraint. Base gaps are kept, injected turns
+take the typing model's gaps, the trigger keeps its time (temporal grounding: the constraint too).
+Constraint and trigger text are byte-identical to the base.
 Snippets mentioning a gold slot of the blueprint are skipped (``gold_slot``); the rest are
 drawn in a seeded order and added whole while they fit; a remaining gap is closed with runs
 of consecutive whole exchanges of further snippets, so each row lands within 1% of its target. A
@@ -21,8 +21,7 @@ are sums of per-snippet counts, never a re-tokenization.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -30,19 +29,19 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from pipeline import tokenizer
-from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.hashing import combine, source_digest
 from pipeline.stage import Drop, Dropped, Item, MapStage, StageContext
-from pipeline.text import mentions, word_count
+from pipeline.text import mentions
 from pipeline.vocabulary import DropReason
-from stages import timing
+from stages import injection, timing
 from stages.audit.embeddings import Embedder, load_embedding_model
 from stages.distractors import fill as filling
 from stages.distractors import semantic
 from stages.distractors.fill import fill_budget
 from stages.distractors.semantic import SemanticFilter
-from stages.timing import Placement, TimingParams, TypingModel
+from stages.injection import Layout, boundaries, lay_out, share_after_constraint, split_into_chunks
 from stages.long_configs import shifted, write_long_configs
+from stages.timing import TimingParams, TypingModel
 from stages.variants import explicit_turns, render_messages, variant_turns
 
 if TYPE_CHECKING:
@@ -57,7 +56,6 @@ class StretchParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     lengths: tuple[int, ...] = (20000, 40000, 60000, 80000, 100000)
     timing: TimingParams = TimingParams()
-    earliest_same_day: str = "07:00"  # absolute-time rows: the conversation may start no earlier that day
     semantic_filter: bool = False  # off by default: at floor 0.3 it drops whole lengths (see README)
     semantic_percentile: float = 95.0  # of constraint (trigger) to filler-turn cosines in the base dialogue
     semantic_floor: float = 0.3  # thresholds never below this cosine
@@ -72,18 +70,6 @@ def context_name(length: int) -> str:
 def prefix_tokens(at: str) -> int:
     """Tokens of ``[YYYY-MM-DDTHH:MM]``; the message body is counted with its leading space."""
     return tokenizer.count(f"[{at}]")
-
-
-def insert_index(turns: list[dict]) -> int:
-    """Right after the assistant's reply to the last constraint-side user turn (constraint or interruption).
-
-    Constraint-side replies carry the same ``kind`` as their user turn, so only user turns are looked
-    at; a constraint-side turn without a reply is a malformed dialogue.
-    """
-    last = max(i for i, t in enumerate(turns) if t["role"] == "user" and t["kind"] in {"constraint", "interruption"})
-    if last + 1 >= len(turns) or turns[last + 1]["role"] != "assistant":
-        raise ValueError(f"turn {last} ({turns[last]['kind']}) has no assistant reply to inject after")
-    return last + 2
 
 
 def base_token_range(dialogue: Item) -> tuple[int, int]:
@@ -124,7 +110,7 @@ class Stretch(MapStage):
     def code_version(self) -> str:
         """This module, its helpers and the embedding model the semantic filter uses."""
         model = self._embedder().choice.key if self.params.semantic_filter else "no-semantic-filter"
-        return combine(self.version, source_digest(type(self), timing, filling, semantic), model)
+        return combine(self.version, source_digest(type(self), timing, injection, filling, semantic), model)
 
     def _embedder(self) -> Embedder:
         """The audit's embedding model, loaded once per stage instance, with the build's embedding cache."""
@@ -159,27 +145,26 @@ class Stretch(MapStage):
         candidates, semantic_record, semantic_drops = self._semantic(item, source, candidates, filtered)
         low, high = base_token_range(item)
         turns = item["turns"]
-        at = insert_index(turns)
-        window = _window(item, at, self.params.earliest_same_day)
+        slots = boundaries(turns, bp["dimension"])
+        fixed = _fixed_turns(item)
         plans = []
         for length in self.params.lengths:
             rng = ctx.rng(item["id"], str(length))
             order = list(range(len(candidates)))
             rng.shuffle(order)
-            chosen = fill_budget(candidates, order, length - (low + high) // 2, prefix_tokens(window.before))
+            chosen = fill_budget(candidates, order, length - (low + high) // 2, prefix_tokens(turns[-1]["at"]))
             picked = [candidates[i]["messages"][start:end] for i, start, end in chosen]
-            placement = self.model.place(_reading_and_writing(turns, at, picked), window.seconds,
-                                         window.max_shift, ctx.rng(item["id"], str(length), "timing"))
-            if not placement.plausible:
-                plans.append(Dropped(plan_id_of(item, length), DropReason.TIME_WINDOW_TOO_SHORT,
-                                     f"{placement.natural_seconds / 60:.0f} min of reading and typing do not fit the "
-                                     f"{window.seconds / 60 + placement.head_shift:.0f} min the deadline leaves"))
-                continue
-            head_delta = _head_token_delta(turns[:at], placement.head_shift)
-            stamps = window.stamps(placement)
-            injected = (sum(sum(candidates[i]["tokens"][start:end]) for i, start, end in chosen)
-                        + sum(map(prefix_tokens, stamps)) + head_delta)
+            costs = [sum(candidates[i]["tokens"][start:end]) for i, start, end in chosen]
+            chunks = split_into_chunks(costs, slots, ctx.rng(item["id"], str(length), "chunks"))
+            layout = lay_out(turns, chunks, picked, fixed, self.model, ctx.rng(item["id"], str(length), "timing"))
             plan_id = plan_id_of(item, length)
+            if not layout.plausible:
+                plans.append(Dropped(plan_id, DropReason.TIME_WINDOW_TOO_SHORT,
+                                     f"{layout.injected_minutes:.0f} min of reading and typing do not fit between "
+                                     "the constraint and the trigger the deadline fixes"))
+                continue
+            injected = (sum(costs) + sum(map(prefix_tokens, layout.stamps))
+                        + _base_token_delta(turns, layout.base_shifts))
             if not (abs(low + injected - length) <= TOLERANCE * length and abs(high + injected - length) <= TOLERANCE * length):
                 plans.append(Dropped(plan_id, DropReason.POOL_TOO_SMALL, f"{source}: reached {low + injected} of {length} tokens"))
                 continue
@@ -188,12 +173,13 @@ class Stretch(MapStage):
                 "blueprint_id": item["id"],
                 "context": context_name(length),
                 "source": source,
-                "insert_index": at,
+                "chunks": [list(chunk) for chunk in layout.chunks],
                 "snippets": [[candidates[i]["id"], start, end] for i, start, end in chosen],
-                "timestamps": stamps,
-                "head_shift_minutes": placement.head_shift,
-                "timing": {"scale": round(placement.scale, 6), "natural_minutes": round(placement.natural_seconds / 60, 1),
-                           "window_minutes": round(window.seconds / 60 + placement.head_shift, 1)},
+                "timestamps": list(layout.stamps),
+                "base_shifts": list(layout.base_shifts),
+                "timing": {"scale": round(layout.scale, 6), "injected_minutes": round(layout.injected_minutes, 1),
+                           "span_minutes": _span_minutes(turns, layout)},
+                "share_after_constraint": round(share_after_constraint(turns, layout.chunks, costs), 4),
                 "injected_tokens": injected,
                 "filtered": filtered,
                 "semantic": semantic_record,
@@ -230,30 +216,6 @@ class Stretch(MapStage):
         return kept, record, drops
 
 
-HEAD_ROOM_SECONDS = 60.0  # the block starts a minute after the stamp before it (whose seconds are unknown)
-
-
-@dataclass(frozen=True)
-class Window:
-    """Where the injected user turns go: after ``before`` (the last user turn before the block), up to
-    ``after`` (the first fixed user time after it); the turns before may move back ``max_shift`` minutes."""
-
-    before: str
-    after: str
-    max_shift: int | None
-
-    @property
-    def seconds(self) -> float:
-        """The span the injected turns may use: from a minute after ``before`` to ``after``."""
-        return (_parse(self.after) - _parse(self.before)).total_seconds() - HEAD_ROOM_SECONDS
-
-    def stamps(self, placement: Placement) -> list[str]:
-        """Minute timestamps of the injected user turns (never past ``after``)."""
-        start = _parse(self.before) + timedelta(seconds=HEAD_ROOM_SECONDS) - timedelta(minutes=placement.head_shift)
-        end = _parse(self.after)
-        return [min(start + timedelta(seconds=offset), end).strftime(TIME_FORMAT) for offset in placement.offsets]
-
-
 def _quantiles(values) -> dict[str, float] | None:
     """Median, 95th percentile and maximum, rounded (None for no values)."""
     if len(values) == 0:
@@ -267,50 +229,23 @@ def plan_id_of(item: Item, length: int) -> str:
     return f"{item['id']}@{context_name(length)}"
 
 
-def _parse(at: str) -> datetime:
-    return datetime.strptime(at, TIME_FORMAT)
+def _fixed_turns(item: Item) -> set[int]:
+    """Base user turns that keep their time besides the trigger: temporal grounding's constraint (its
+    deadline counts from it or names a clock time of its day)."""
+    if item["blueprint"]["dimension"] != "temporal_grounding":
+        return set()
+    turns = item["turns"]
+    return {next(i for i, t in enumerate(turns) if t["role"] == "user" and t["kind"] == "constraint")}
 
 
-def _window(item: Item, at: int, earliest_same_day: str) -> Window:
-    """The injection window of a dialogue and how far its head may move back.
-
-    Temporal grounding keeps the trigger's relation to the deadline: the trigger and everything after
-    the block never move. A relative deadline starts at the constraint, so its head never moves
-    either; an absolute deadline is a clock time, so the head may start earlier on the same day
-    (``earliest_same_day``), never on another day ("tonight" keeps its meaning). Other dimensions
-    have no deadline: the head moves back as far as the typing model needs.
-    """
-    bp, turns = item["blueprint"], item["turns"]
-    before = next(t["at"] for t in reversed(turns[:at]) if t["role"] == "user")
-    after = min(t["at"] for t in turns[at:] if t["role"] == "user" and t["at"])
-    max_shift: int | None = None
-    if bp["dimension"] == "temporal_grounding":
-        max_shift = 0
-        if (bp.get("timing") or {}).get("kind") == "absolute":
-            # the constraint stays on its own day, no earlier than ``earliest_same_day`` ("tonight" keeps its meaning)
-            first = _parse(next(t["at"] for t in turns if t["role"] == "user" and t["kind"] == "constraint"))
-            earliest = datetime.combine(first.date(), datetime.strptime(earliest_same_day, "%H:%M").time())
-            max_shift = max(0, int((first - earliest).total_seconds() // 60))
-    return Window(before, after, max_shift)
+def _span_minutes(turns: list[dict], layout: Layout) -> float:
+    """Minutes from the long row's first user turn to its trigger."""
+    first_base = shifted(next(t["at"] for t in turns if t["role"] == "user"), layout.base_shifts[0])
+    first = min([first_base, *layout.stamps[:1]])
+    return round((datetime.fromisoformat(turns[-1]["at"]) - datetime.fromisoformat(first)).total_seconds() / 60, 1)
 
 
-def _reading_and_writing(turns: list[dict], at: int, picked: list[list]) -> list[tuple[int, int]]:
-    """(words read, words written) before each injected user turn and before the first user turn after."""
-    read = word_count(turns[at - 1]["content"])
-    out = []
-    for messages in picked:
-        for role, content in messages:
-            if role == "user":
-                out.append((read, word_count(content)))
-            else:
-                read = word_count(content)
-    following = next(t for t in turns[at:] if t["role"] == "user")
-    out.append((read, word_count(following["content"])))
-    return out
-
-
-def _head_token_delta(head: list[dict], shift: int) -> int:
-    """Token change of the head's timestamp prefixes when they move back ``shift`` minutes."""
-    if not shift:
-        return 0
-    return sum(prefix_tokens(shifted(t["at"], shift)) - prefix_tokens(t["at"]) for t in head if t["role"] == "user")
+def _base_token_delta(turns: list[dict], shifts: tuple[int, ...]) -> int:
+    """Token change of the base user turns' timestamp prefixes when they move by ``shifts`` minutes."""
+    users = [t for t in turns if t["role"] == "user"]
+    return sum(prefix_tokens(shifted(t["at"], shift)) - prefix_tokens(t["at"]) for t, shift in zip(users, shifts) if shift)

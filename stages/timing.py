@@ -1,6 +1,6 @@
 """A seeded model of a person chatting: how long each exchange takes, for message timestamps.
 
-A plain library module (not a stage), for the stretched long contexts and, later, base dialogues.
+A plain library module (not a stage), for base dialogues and the stretched long contexts.
 
 In: the words of each exchange (what the person reads, what they write) and a ``random.Random``.
 Out: gaps in seconds between consecutive user turns. The gap before a user turn is a pause to
@@ -10,14 +10,12 @@ minutes. After a stretch of activity (a session, itself drawn) the person takes 
 short one (a coffee, a meeting), sometimes a night. A 100K-token conversation therefore spans hours
 or days, not minutes.
 
-``place`` fits such gaps into a window between two fixed times and says how far the turns before
-the window must move back (``head_shift``) when the window is too short, or how much the gaps had
-to be compressed when the turns before the window cannot move (``scale`` < 1).
+``stages.injection`` lays such gaps out in a long row; ``WakingClock`` keeps base dialogues in
+waking hours.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
@@ -38,17 +36,6 @@ class TimingParams(BaseModel):
     night_probability: float = 0.3  # a break is a night's sleep this often
     night_hours: float = 10.0  # median night break (evening to next morning)
     min_gap_seconds: float = 35.0  # no one reads a reply and types an answer faster
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Offsets (seconds after the last fixed user turn before the window) of each injected user turn."""
-
-    offsets: tuple[float, ...]
-    head_shift: int  # whole minutes the turns before the window move back (0 when the window is long enough)
-    scale: float  # 1.0, or the compression of the gaps when the window could not be widened enough
-    natural_seconds: float  # the span the model wanted (injected turns plus the gap back to the fixed turn after)
-    plausible: bool = True  # every gap, compressed or not, still leaves a person the floor's time to read and type
 
 
 DAY_SECONDS = 86400.0
@@ -100,9 +87,9 @@ class TypingModel:
 
     def gaps(self, exchanges: list[tuple[int, int]], rng: random.Random) -> list[float]:
         """One gap per ``(read_words, written_words)``, with breaks added after drawn sessions."""
-        return [gap + pause for gap, pause in zip(*self._gaps_and_breaks(exchanges, rng))]
+        return [gap + pause for gap, pause in zip(*self.gaps_and_breaks(exchanges, rng))]
 
-    def _gaps_and_breaks(self, exchanges: list[tuple[int, int]], rng: random.Random) -> tuple[list[float], list[float]]:
+    def gaps_and_breaks(self, exchanges: list[tuple[int, int]], rng: random.Random) -> tuple[list[float], list[float]]:
         """Reading-and-typing gaps, and the break (0 or a pause) that follows each."""
         gaps: list[float] = []
         breaks: list[float] = []
@@ -126,34 +113,3 @@ class TypingModel:
         if rng.random() < p.night_probability:
             return 3600.0 * p.night_hours * rng.lognormvariate(0.0, 0.15)
         return 60.0 * p.short_break_minutes * rng.lognormvariate(0.0, 0.7)
-
-    def place(self, exchanges: list[tuple[int, int]], window_seconds: float, max_shift_minutes: int | None,
-              rng: random.Random) -> Placement:
-        """Offsets of ``len(exchanges) - 1`` injected user turns in a window.
-
-        ``exchanges`` has one ``(read, written)`` pair per user turn that follows: each injected user
-        turn, then the fixed user turn after the window. The window is ``window_seconds`` long; it may
-        be widened by moving the turns before it back by at most ``max_shift_minutes`` (None: no
-        limit). When even the widest window cannot hold the gaps with breaks, the breaks are left out
-        (someone racing a deadline chats on); what is still too long is compressed, and
-        ``Placement.plausible`` says whether the compressed gaps still keep ``min_gap_seconds``. A
-        window longer than needed leaves the slack before the fixed turn after it.
-        """
-        typing, breaks = self._gaps_and_breaks(exchanges, rng)
-        gaps = [gap + pause for gap, pause in zip(typing, breaks)]
-        room_at_most = math.inf if max_shift_minutes is None else window_seconds + 60.0 * max(0, max_shift_minutes)
-        if sum(gaps) > room_at_most:  # a fixed window (a deadline): the person chats on without breaks
-            gaps = typing
-        natural = sum(gaps)
-        missing = max(0.0, natural - window_seconds)
-        shift = math.ceil(missing / 60.0)
-        if max_shift_minutes is not None and shift > max_shift_minutes:
-            shift = max(0, max_shift_minutes)
-        room = window_seconds + 60.0 * shift
-        scale = 1.0 if natural <= room or natural == 0 else room / natural
-        offsets, clock = [], 0.0
-        for gap in gaps[:-1]:
-            clock += gap * scale
-            offsets.append(clock)
-        plausible = min(gaps, default=0.0) * scale >= self.params.min_gap_seconds - 1e-6
-        return Placement(tuple(offsets), shift, scale, natural, plausible)

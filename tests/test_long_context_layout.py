@@ -11,7 +11,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from stages.stretch import insert_index
+from stages.long_configs import shifted
+from stages.injection import boundaries, insert_index, lay_out, split_into_chunks
 from stages.timing import TypingModel
 from tests.conftest import run_cli
 
@@ -93,14 +94,56 @@ def test_typing_model_gaps_grow_with_words_and_are_seeded() -> None:
     assert sum(1 for g in first if g % 300 == 0) == 0
 
 
-def test_placement_moves_the_head_back_or_compresses() -> None:
-    model = TypingModel()
-    exchanges = [(30, 10)] * 400
-    free = model.place(exchanges, 600.0, None, random.Random(1))
-    assert free.scale == 1.0 and free.head_shift > 60  # needs hours; the head moves back
-    assert free.offsets == tuple(sorted(free.offsets)) and free.offsets[-1] <= 600.0 + 60 * free.head_shift
-    bounded = model.place(exchanges, 600.0, 30, random.Random(1))
-    assert bounded.head_shift == 30 and bounded.scale < 1.0
-    assert bounded.offsets[-1] <= 600.0 + 60 * 30
-    roomy = model.place([(30, 10)] * 3, 86400.0, 0, random.Random(1))
-    assert roomy.head_shift == 0 and roomy.scale == 1.0 and roomy.offsets[-1] < 3600
+def _dialogue(minutes: list[int], kinds: list[str]) -> list[dict]:
+    """User/assistant turns with user stamps at ``minutes`` after 09:00 of one day."""
+    turns = []
+    for minute, kind in zip(minutes, kinds):
+        at = f"2026-03-02T{9 + minute // 60:02d}:{minute % 60:02d}"
+        turns.append({"role": "user", "kind": kind, "at": at, "content": "a question about the trip " * 4})
+        if kind != "trigger":
+            turns.append({"role": "assistant", "kind": kind, "at": None, "content": "an answer about the trip " * 12})
+    return turns
+
+
+def _pick(n: int) -> list[tuple[str, str]]:
+    return [("user", "I need a cheap hotel in the north."), ("assistant", "There are two guesthouses there.")] * n
+
+
+def test_chunks_take_whole_picks_over_the_boundaries() -> None:
+    costs = [100] * 40
+    slots = [0, 2, 4, 6, 8, 10]
+    chunks = split_into_chunks(costs, slots, random.Random(3))
+    assert sum(n for _, n in chunks) == 40 and [at for at, _ in chunks] == sorted(at for at, _ in chunks)
+    assert {at for at, _ in chunks} <= set(slots) and len(chunks) >= 3  # spread, not one block
+    assert chunks == split_into_chunks(costs, slots, random.Random(3))
+    firsts = Counter(split_into_chunks(costs, slots, random.Random(k))[0][0] for k in range(300))
+    assert firsts[0] > 150  # the row usually opens with distractors, not with the story
+    turns = _dialogue([0, 3, 7, 12, 20], ["filler", "constraint", "filler", "filler", "trigger"])
+    assert boundaries(turns, "state_tracking") == [0, 2, 4, 6, 8]
+    assert boundaries(turns, "attention_recovery") == [4]
+
+
+def test_layout_keeps_base_gaps_and_the_trigger_time() -> None:
+    turns = _dialogue([0, 3, 7, 12, 20], ["filler", "constraint", "filler", "filler", "trigger"])
+    picks = [_pick(30), _pick(30), _pick(30)]
+    layout = lay_out(turns, [(0, 1), (4, 1), (8, 1)], picks, set(), TypingModel(), random.Random(5))
+    assert layout.plausible and layout.scale == 1.0 and len(layout.stamps) == 90
+    assert layout.base_shifts[-1] == 0  # the trigger keeps its time
+    # 60 injected user turns after the first two base turns: they move back by the time those take
+    assert list(layout.base_shifts) == sorted(layout.base_shifts, reverse=True) and layout.base_shifts[0] > 30
+    assert layout.base_shifts[0] == layout.base_shifts[1]  # no chunk between them: their base gap is kept
+    assert layout.stamps[29] <= shifted(turns[0]["at"], layout.base_shifts[0])  # the opening chunk comes first
+    assert layout.stamps == tuple(sorted(layout.stamps)) and max(Counter(layout.stamps).values()) <= 2
+
+
+def test_layout_keeps_a_deadline_or_refuses() -> None:
+    """Temporal grounding: the constraint keeps its time; chunks after it take the base gaps' slack."""
+    turns = _dialogue([0, 3, 200, 300, 420], ["filler", "constraint", "filler", "filler", "trigger"])
+    fits = lay_out(turns, [(2, 1), (4, 1)], [_pick(20), _pick(20)], {2}, TypingModel(), random.Random(2))
+    assert fits.plausible and fits.base_shifts[1] == 0 and fits.base_shifts[-1] == 0
+    assert fits.base_shifts[0] > 0  # the turn before the constraint moves back to make room for its chunk
+    assert all(s <= "2026-03-02T09:03" for s in fits.stamps[:20])  # before the constraint
+    assert all("2026-03-02T09:03" <= s <= "2026-03-02T16:00" for s in fits.stamps[20:])  # inside the deadline span
+    short = _dialogue([0, 3, 10, 20, 30], ["filler", "constraint", "filler", "filler", "trigger"])
+    refused = lay_out(short, [(4, 1)], [_pick(200)], {2}, TypingModel(), random.Random(2))
+    assert not refused.plausible and refused.scale < 1.0

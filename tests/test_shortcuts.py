@@ -97,6 +97,44 @@ def test_round_minutes_fail_the_gate() -> None:
     assert result.verdict == "fail"
 
 
+def _stretched(rng: random.Random, row: dict, after_constraint: bool) -> dict:
+    """``row`` with 40 distractor exchanges injected: all right after the constraint's reply, or at
+    random exchange boundaries. Injected turns are not candidates; only their placement can give the
+    constraint away."""
+    messages, constraint = row["messages"], row["constraint_turns"][0]
+    user_turns = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    slots = [constraint + 2] * 40 if after_constraint else sorted(rng.choice(user_turns) for _ in range(40))
+    out, injected, index = [], [], {}
+    for i, message in enumerate(messages):
+        for _ in range(slots.count(i)):
+            injected += [len(out), len(out) + 1]
+            stamp = message["content"][:19] if message["role"] == "user" else messages[i - 1]["content"][:19]
+            out += [{"role": "user", "content": stamp + _text(rng, rng.randint(6, 30), False)},
+                    {"role": "assistant", "content": _text(rng, rng.randint(30, 200), False)}]
+        index[i] = len(out)
+        out.append(message)
+    return {**row, "id": row["id"] + ".20k", "context": "20k", "messages": out, "injected_turns": injected,
+            "constraint_turns": [index[constraint]], "trigger_turn": len(out) - 1}
+
+
+@pytest.mark.parametrize("after_constraint", [True, False])
+def test_a_block_right_after_the_constraint_gives_it_away(after_constraint: bool) -> None:
+    rng = random.Random(3)
+    collector = ShortcutCollector(ShortcutSettings(long_sample_fraction=1.0))
+    for f in range(24):
+        for r in range(3):
+            row = make_row(rng, f"st-fam{f}", r, "state_tracking")
+            collector.add("pm_20k", "test", _stretched(rng, row, after_constraint))
+    result = score(collector, None)
+    cell = next(c for c in result.records if c["finder"] == "most_injected_after")
+    assert 0.08 < cell["baseline"] < 0.12  # chance among the conversation's own turns, not the distractors
+    if after_constraint:
+        assert cell["value"] == pytest.approx(1.0) and _failing(result, "most_injected_after")
+        assert _failing(result, "learned_form")
+    else:
+        assert not _failing(result, "most_injected_after") and not _failing(result, "learned_form")
+
+
 def test_role_break_fails_the_invariant() -> None:
     result = audit("role_break", families=4)
     cells = _failing(result, "role_break_rows")

@@ -132,12 +132,15 @@ def _timing_table(plans: list[dict]) -> list[str]:
         by_context[plan["context"]].append(plan)
     if not by_context:
         return []
-    lines = ["", "Timestamps of injected user turns follow a seeded typing-and-reading model (`stages/timing.py`); "
-             "the trigger keeps its time and the turns before the block move back. Temporal-grounding rows keep "
-             "their deadline: a relative deadline's head never moves, an absolute one's stays on its day, and "
-             "what does not fit is compressed (scale < 1):", "",
-             "| context | plans | median gap (min) | most injected user turns in one minute | median block span (h) | "
-             "compressed plans | median scale of those |", "|---|---|---|---|---|---|---|"]
+    lines = ["", "Injected snippets are spread over the conversation's exchange boundaries (attention recovery: one "
+             "block after the interruption). Their user turns' timestamps follow a seeded typing-and-reading model "
+             "(`stages/timing.py`); base gaps are kept, the trigger keeps its time and earlier turns move back. "
+             "Temporal-grounding rows also keep the constraint's time, so the deadline keeps its meaning; what does not "
+             "fit the base gaps' slack is compressed (scale < 1). Share after the constraint: the part of the injected "
+             "tokens that lies between the constraint and the trigger.", "",
+             "| context | plans | median gap (min) | most injected user turns in one minute | median span (h) | "
+             "median share after the constraint | compressed plans | median scale of those |",
+             "|---|---|---|---|---|---|---|---|"]
     for context in sorted(by_context, key=lambda c: int(c[:-1])):
         group = by_context[context]
         gaps, busiest = [], 0
@@ -146,10 +149,11 @@ def _timing_table(plans: list[dict]) -> list[str]:
             busiest = max([busiest, *Counter(stamps).values()])
             minutes = [datetime.fromisoformat(at) for at in stamps]  # TIME_FORMAT is ISO; 20x faster than strptime
             gaps += [(b - a).total_seconds() / 60 for a, b in zip(minutes, minutes[1:])]
-        spans = [plan["timing"]["window_minutes"] / 60 for plan in group]
+        spans = [plan["timing"]["span_minutes"] / 60 for plan in group]
+        shares = [plan["share_after_constraint"] for plan in group]
         squeezed = [plan["timing"]["scale"] for plan in group if plan["timing"]["scale"] < 1]
         lines.append(f"| {context} | {len(group)} | {median(gaps) if gaps else 0:g} | {busiest} | {median(spans):.1f} | "
-                     f"{len(squeezed)} | {f'{median(squeezed):.2f}' if squeezed else '-'} |")
+                     f"{median(shares):.2f} | {len(squeezed)} | {f'{median(squeezed):.2f}' if squeezed else '-'} |")
     return lines
 
 

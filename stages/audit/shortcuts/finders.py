@@ -43,6 +43,7 @@ FORM_FINDERS: dict[str, Callable[[RowTurns], Scores]] = {
     "largest_gap_before": lambda t: t.gap_before.astype(float),
     "shortest_user_turn": lambda t: -t.user_words.astype(float),
     "longest_user_turn": lambda t: t.user_words.astype(float),
+    "most_injected_after": lambda t: t.injected_after.astype(float),
 }
 
 

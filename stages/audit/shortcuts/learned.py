@@ -42,6 +42,7 @@ def turn_features(turns: RowTurns, similarity: np.ndarray | None = None) -> np.n
         (minute >= 0) & (minute % 5 == 0), (minute >= 0) & (minute % 10 == 0), turns.gap_before,
         position / max(n - 1, 1), n - 1 - position, position == 0, position == n - 1,
         _rank_pct(turns.user_words), _rank_pct(turns.reply_words), _rank_pct(turns.gap_before),
+        turns.row_position, turns.injected_after, _rank_pct(turns.injected_after),
     ]
     matrix = np.column_stack([np.asarray(c, dtype=float) for c in columns]) if n else np.zeros((0, len(columns)))
     if similarity is not None:

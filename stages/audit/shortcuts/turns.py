@@ -1,9 +1,11 @@
 """One row's user turns as surface-form features, and its row invariants.
 
 In: a release row (``messages``, ``constraint_turns``, ``trigger_turn``, ``injected_turns``...).
-Out: :class:`RowTurns`: for every *candidate* (a user turn before the trigger) its index, word and
-character counts, question mark, timestamp, the next assistant reply's length, whether it is a
-constraint turn or an injected turn; plus :class:`RowInvariants` (role alternation, timestamps
+Out: :class:`RowTurns`: for every *candidate* (a user turn of the conversation itself before the
+trigger: injected distractor turns are not candidates) its index, word and character counts,
+question mark, timestamp, the next assistant reply's length, whether it is a constraint turn, its
+position among all user turns and how many injected user turns follow it before the next
+candidate; plus :class:`RowInvariants` (role alternation, timestamps
 going backwards, user turns per minute, time expressions in injected turns).
 
 Only surface form is read here: nothing a finder sees depends on the row's labels except the
@@ -54,7 +56,8 @@ class RowTurns:
     gap_before: np.ndarray     # minutes since the previous user turn (0 for the first)
     reply_words: np.ndarray    # words of the next assistant message (0 without one)
     is_constraint: np.ndarray
-    injected: np.ndarray
+    row_position: np.ndarray   # position among all user turns before the trigger, 0..1 (injected ones counted)
+    injected_after: np.ndarray  # injected user turns between this candidate and the next one (or the trigger)
     texts: list[str] | None    # stamp-stripped candidate texts (kept only where needed)
     trigger_text: str
     trigger_words: int
@@ -110,6 +113,8 @@ def extract(row: dict[str, Any], *, keep_texts: bool, cache: TextCache | None = 
     invariants = RowInvariants()
     cache = cache if cache is not None else TextCache()
     index, features, minute, gaps, replies, texts = [], [], [], [], [], []
+    ordinal, after = [], []
+    users_before_trigger = 0
     previous_role, previous_at, first_at, trigger_at = None, None, None, None
     per_minute: Counter = Counter()
     min_gap: int | None = None
@@ -131,6 +136,10 @@ def extract(row: dict[str, Any], *, keep_texts: bool, cache: TextCache | None = 
         at, body = _stamp(content, cache)
         if i in injected:
             _count_times(body, cache, invariants)
+            if i < trigger:
+                users_before_trigger += 1
+                if after:
+                    after[-1] += 1
         gap = 0
         if at is None:
             invariants.missing_stamps += 1
@@ -148,7 +157,12 @@ def extract(row: dict[str, Any], *, keep_texts: bool, cache: TextCache | None = 
             if i == trigger:
                 trigger_at = at
             continue
+        if i in injected:
+            continue
         index.append(i)
+        ordinal.append(users_before_trigger)
+        users_before_trigger += 1
+        after.append(0)
         features.append(_user_features(body, cache))
         minute.append(at % 60 if at is not None else -1)
         gaps.append(gap)
@@ -167,7 +181,8 @@ def extract(row: dict[str, Any], *, keep_texts: bool, cache: TextCache | None = 
         punctuation=table[:, 3].astype(np.int32), minute=np.asarray(minute, dtype=np.int16),
         gap_before=np.asarray(gaps, dtype=np.float32), reply_words=np.asarray(replies, dtype=np.int32),
         is_constraint=np.fromiter((i in constraints for i in index), dtype=bool, count=len(index)),
-        injected=np.fromiter((i in injected for i in index), dtype=bool, count=len(index)),
+        row_position=np.asarray(ordinal, dtype=np.float32) / max(users_before_trigger - 1, 1),
+        injected_after=np.asarray(after, dtype=np.int32),
         texts=texts if keep_texts else None, trigger_text=trigger_text, trigger_words=len(trigger_text.split()),
         span_minutes=span)
     return turns, invariants

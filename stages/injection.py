@@ -1,0 +1,239 @@
+"""Where a long row's injected snippets go, and when their user turns happen.
+
+In: a base dialogue's turns (``role``, ``kind``, ``at``, ``content``), the snippet picks chosen for a
+length (each a list of ``(role, content)`` messages, user first), its dimension, a
+:class:`~stages.timing.TypingModel` and seeded generators. Out: a :class:`Layout`: the chunks
+(the base message index each goes before, and how many picks it holds), a timestamp per injected
+user turn and the signed minutes each base user turn moves back.
+
+**Placement.** Attention recovery keeps one block right after the assistant's reply to the
+interruption: the injected problem-solving *is* the interruption the design describes. Every other
+dimension spreads its picks over the exchange boundaries of the whole dialogue, from before its first
+user turn to before the trigger, each boundary taking a flat-Dirichlet share of the tokens (whole
+picks, in their drawn order). So the constraint is not the last turn before one big block, the row
+does not open with the story, and which boundaries carry distractors says nothing about where the
+constraint is; with the constraint in the first two-thirds of the dialogue, most injected tokens still
+fall between constraint and trigger (the plan records the share).
+
+**Time.** Every base gap between user turns is kept (it already holds the base dialogue's reading,
+typing and pauses); each injected user turn adds a gap from the typing model (breaks and nights
+included). The trigger keeps its time and earlier turns move back. Temporal grounding also keeps the
+constraint's time, so the deadline means what it meant: the chunks between constraint and trigger
+take their time from the slack of the base gaps there (what a gap holds beyond reading and typing),
+first with the model's breaks, then without; when even that does not fit, all gaps are compressed
+and the layout is implausible if a gap falls below the model's floor.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pipeline.blueprints.schema import TIME_FORMAT
+from pipeline.text import word_count
+from stages.timing import TypingModel
+
+Messages = list[tuple[str, str]]
+# Between a base turn and an injected one at least a minute passes, so they never share a minute stamp:
+# base turns may share one (stamps are minutes), and a third turn in that minute would break the pace.
+EDGE_SECONDS = 60.0
+_EPOCH = datetime(2000, 1, 1)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Chunks, injected stamps and base shifts of one (dialogue, length) plan."""
+
+    chunks: tuple[tuple[int, int], ...]  # (base message index the chunk goes before, number of picks)
+    stamps: tuple[str, ...]  # one per injected user turn, in row order
+    base_shifts: tuple[int, ...]  # minutes each base user turn moves back (negative: later), in row order
+    scale: float  # 1.0, or the compression a deadline forced on the gaps between constraint and trigger
+    injected_minutes: float  # the time the injected exchanges take, breaks included
+    plausible: bool  # every gap still leaves a person the model's floor to read and type
+
+
+def insert_index(turns: list[dict]) -> int:
+    """Right after the assistant's reply to the last constraint-side user turn (constraint or interruption).
+
+    Constraint-side replies carry the same ``kind`` as their user turn, so only user turns are looked
+    at; a constraint-side turn without a reply is a malformed dialogue.
+    """
+    last = max(i for i, t in enumerate(turns) if t["role"] == "user" and t["kind"] in {"constraint", "interruption"})
+    if last + 1 >= len(turns) or turns[last + 1]["role"] != "assistant":
+        raise ValueError(f"turn {last} ({turns[last]['kind']}) has no assistant reply to inject after")
+    return last + 2
+
+
+def boundaries(turns: list[dict], dimension: str) -> list[int]:
+    """Base message indices a chunk may go before: every user turn (the trigger included), or for
+    attention recovery only the turn after the interruption's reply."""
+    if dimension == "attention_recovery":
+        return [insert_index(turns)]
+    return [i for i, turn in enumerate(turns) if turn["role"] == "user"]
+
+
+def split_into_chunks(costs: list[int], slots: list[int], rng: random.Random) -> list[tuple[int, int]]:
+    """``(slot, picks)`` chunks: each slot draws a flat-Dirichlet share of the total cost, and each
+    pick (in order) goes to the slot whose share holds its midpoint; empty slots are left out."""
+    if len(slots) == 1:
+        return [(slots[0], len(costs))] if costs else []
+    weights = [rng.gammavariate(1.0, 1.0) for _ in slots]
+    total_weight, total_cost = sum(weights), sum(costs)
+    edges, running = [], 0.0
+    for weight in weights:
+        running += weight / total_weight * total_cost
+        edges.append(running)
+    counts = [0] * len(slots)
+    used, slot = 0.0, 0
+    for cost in costs:
+        middle = used + cost / 2
+        while slot < len(slots) - 1 and middle > edges[slot]:
+            slot += 1
+        counts[slot] += 1
+        used += cost
+    return [(at, n) for at, n in zip(slots, counts) if n]
+
+
+def _seconds(at: str) -> float:
+    return (datetime.strptime(at, TIME_FORMAT) - _EPOCH).total_seconds()
+
+
+def _minute(seconds: float) -> float:
+    """The start of the minute ``seconds`` falls in (a hair of float error does not tip it back)."""
+    return math.floor((seconds + 1e-3) / 60.0) * 60.0
+
+
+def _stamp(seconds: float) -> str:
+    return (_EPOCH + timedelta(seconds=_minute(seconds))).strftime(TIME_FORMAT)
+
+
+@dataclass
+class _Gap:
+    """The time before one user turn of the long row."""
+
+    seconds: float
+    base: int | None  # index of the base user turn it leads to (None: an injected turn)
+    floor: float = 0.0  # the least a person needs for it (base gaps: reading and typing, no jitter)
+    breaks: float = 0.0  # the model's break in it (injected gaps)
+    edge: bool = False  # an injected turn right after a base turn
+
+
+def lay_out(turns: list[dict], chunks: list[tuple[int, int]], picks: list[Messages], fixed: set[int],
+            model: TypingModel, rng: random.Random) -> Layout:
+    """Timestamps for a base dialogue with ``chunks`` of ``picks`` injected (see the module doc).
+
+    ``fixed``: base message indices of user turns that keep their time besides the trigger (temporal
+    grounding: the constraint). Turns before the first fixed turn move back freely.
+    """
+    before: dict[int, list[Messages]] = {}
+    remaining = iter(picks)
+    for at, n in chunks:
+        before[at] = [next(remaining) for _ in range(n)]
+    exchanges: list[tuple[int, int]] = []
+    order: list[_Gap] = []  # one per user turn of the long row, in order
+    read, previous_at = 0, None
+    for i, turn in enumerate(turns):
+        if turn["role"] != "user":
+            read = word_count(turn["content"])
+            continue
+        for pick in before.get(i, []):
+            for role, content in pick:
+                if role == "user":
+                    exchanges.append((read, word_count(content)))
+                    order.append(_Gap(0.0, None, edge=order[-1].base is not None if order else False))
+                else:
+                    read = word_count(content)
+        at = _seconds(turn["at"])
+        p = model.params
+        floor = max(p.min_gap_seconds, p.think_seconds + 60.0 * read / p.reading_wpm
+                    + 60.0 * word_count(turn["content"]) / p.typing_wpm)
+        if previous_at is None:
+            gap = max(EDGE_SECONDS, model.gap(read, word_count(turn["content"]), rng)) if i in before else 0.0
+        elif i in before:  # the base gap was the time after the previous base turn; now it follows a chunk
+            gap = max(floor, at - previous_at, EDGE_SECONDS)
+        else:
+            gap = at - previous_at
+        if i in before:
+            floor = max(floor, EDGE_SECONDS)
+        order.append(_Gap(gap, i, floor=min(floor, gap) if previous_at is not None else gap))
+        previous_at = at
+    typing, breaks = model.gaps_and_breaks(exchanges, rng)
+    injected = iter(zip(typing, breaks))
+    for gap in order:
+        if gap.base is None:
+            gap.seconds, gap.breaks = next(injected)
+            if gap.edge:
+                gap.seconds = max(gap.seconds, EDGE_SECONDS)
+            gap.seconds += gap.breaks
+            gap.floor = gap.seconds - gap.breaks
+    scale, plausible = _fit_between_anchors(order, turns, fixed, model.params.min_gap_seconds)
+    times = _times(order, turns)
+    stamps = tuple(_stamp(t) for t, gap in zip(times, order) if gap.base is None)
+    shifts = tuple(round((_seconds(turns[gap.base]["at"]) - _minute(t)) / 60.0)
+                   for t, gap in zip(times, order) if gap.base is not None)
+    natural = sum(gap.seconds for gap in order if gap.base is None) / 60.0
+    return Layout(tuple(chunks), stamps, shifts, scale, natural, plausible)
+
+
+def _fit_between_anchors(order: list[_Gap], turns: list[dict], fixed: set[int], floor_seconds: float
+                         ) -> tuple[float, bool]:
+    """Make the gaps after the first fixed turn sum to its base span to the trigger (in place): the excess
+    comes out of the base gaps' slack, then the injected breaks are dropped, then everything is
+    compressed. Returns (scale, plausible).
+
+    What is done to the gaps after the fixed turn is done to those before it too (the same share of
+    every base gap's slack, the breaks dropped everywhere), so the gap before the constraint does not
+    stand out as the one gap left whole.
+    """
+    anchors = [k for k, gap in enumerate(order) if gap.base is not None and gap.base in fixed]
+    last = len(order) - 1
+    if not anchors or anchors[0] == last:
+        return 1.0, True
+    segment = order[anchors[0] + 1:]
+    span = _seconds(turns[order[last].base]["at"]) - _seconds(turns[order[anchors[0]].base]["at"])
+    for use_breaks in (True, False):
+        if not use_breaks:
+            for gap in order:
+                gap.seconds -= gap.breaks
+                gap.breaks = 0.0
+        excess = sum(gap.seconds for gap in segment) - span
+        room = sum(gap.seconds - gap.floor for gap in segment if gap.base is not None)
+        if excess <= room:
+            share = excess / room if room > 0 else 0.0
+            for gap in order[1:]:
+                if gap.base is not None:
+                    gap.seconds -= share * (gap.seconds - gap.floor)
+            return 1.0, True
+    for gap in order[1:]:
+        if gap.base is not None:
+            gap.seconds = gap.floor
+    natural = sum(gap.seconds for gap in segment)
+    scale = span / natural if natural else 1.0
+    for gap in segment:
+        gap.seconds *= scale
+    return scale, min(gap.seconds for gap in segment) >= floor_seconds - 1e-6
+
+
+def _times(order: list[_Gap], turns: list[dict]) -> list[float]:
+    """Seconds of every user turn, back from the trigger (whose time is kept)."""
+    times = [0.0] * len(order)
+    times[-1] = _seconds(turns[order[-1].base]["at"])
+    for k in range(len(order) - 1, 0, -1):
+        times[k - 1] = times[k] - order[k].seconds
+    return times
+
+
+def share_after_constraint(turns: list[dict], chunks: list[tuple[int, int]], costs: list[int]) -> float:
+    """Share of the injected cost placed after the first constraint turn (between it and the trigger)."""
+    constraint = next(i for i, t in enumerate(turns) if t["role"] == "user" and t["kind"] == "constraint")
+    total = sum(costs)
+    if not total:
+        return 0.0
+    after, k = 0, 0
+    for at, n in chunks:
+        if at > constraint:
+            after += sum(costs[k:k + n])
+        k += n
+    return after / total
