@@ -9,11 +9,12 @@ user turn and the signed minutes each base user turn moves back.
 **Placement.** Attention recovery keeps one block right after the assistant's reply to the
 interruption: the injected problem-solving *is* the interruption the design describes. Every other
 dimension spreads its picks over the exchange boundaries of the whole dialogue, from before its first
-user turn to before the trigger, each boundary taking a flat-Dirichlet share of the tokens (whole
-picks, in their drawn order). So the constraint is not the last turn before one big block, the row
-does not open with the story, and which boundaries carry distractors says nothing about where the
-constraint is; with the constraint in the first two-thirds of the dialogue, most injected tokens still
-fall between constraint and trigger (the plan records the share).
+user turn to before the trigger (whole picks, in their drawn order): the boundary before the trigger
+takes half of the tokens in expectation, as the paper injects before the trigger, and the other
+boundaries share the rest alike (Dirichlet weights). So the constraint is not the last turn before one
+big block, and which boundaries carry distractors says nothing about where the constraint is, since
+the weights never depend on it; with the constraint in the first two-thirds of the dialogue, most
+injected tokens fall between constraint and trigger (the plan records the share).
 
 **Time.** Every base gap between user turns is kept (it already holds the base dialogue's reading,
 typing and pauses); each injected user turn adds a gap from the typing model (breaks and nights
@@ -75,11 +76,13 @@ def boundaries(turns: list[dict], dimension: str) -> list[int]:
 
 
 def split_into_chunks(costs: list[int], slots: list[int], rng: random.Random) -> list[tuple[int, int]]:
-    """``(slot, picks)`` chunks: each slot draws a flat-Dirichlet share of the total cost, and each
-    pick (in order) goes to the slot whose share holds its midpoint; empty slots are left out."""
+    """``(slot, picks)`` chunks: the slots draw Dirichlet shares of the total cost, the last slot (before
+    the trigger) half of it in expectation and the others alike, and each pick (in order) goes to the
+    slot whose share holds its midpoint; empty slots are left out."""
     if len(slots) == 1:
         return [(slots[0], len(costs))] if costs else []
-    weights = [rng.gammavariate(1.0, 1.0) for _ in slots]
+    others = len(slots) - 1
+    weights = [rng.gammavariate(1.0, 1.0) for _ in range(others)] + [rng.gammavariate(float(others), 1.0)]
     total_weight, total_cost = sum(weights), sum(costs)
     edges, running = [], 0.0
     for weight in weights:
