@@ -16,9 +16,11 @@ big block, and which boundaries carry distractors says nothing about where the c
 the weights never depend on it; with the constraint in the first two-thirds of the dialogue, most
 injected tokens fall between constraint and trigger (the plan records the share).
 
-**Time.** Every base gap between user turns is kept (it already holds the base dialogue's reading,
-typing and pauses); each injected user turn adds a gap from the typing model (breaks and nights
-included). The trigger keeps its time and earlier turns move back. Temporal grounding also keeps the
+**Time.** Time runs on the base dialogue's waking clock (07:00-23:30; nights do not count, so no turn
+lands at 3 a.m. and a long pause crosses a night). Every base gap between user turns is kept (it
+already holds the base dialogue's reading, typing and pauses); each injected user turn adds a gap
+from the typing model (its short breaks included; its nights come from the clock, so pass a model
+without them). The trigger keeps its time and earlier turns move back. Temporal grounding also keeps the
 constraint's time, so the deadline means what it meant: the chunks between constraint and trigger
 take their time from the slack of the base gaps there (what a gap holds beyond reading and typing),
 first with the model's breaks, then without; when even that does not fit, all gaps are compressed
@@ -27,20 +29,18 @@ and the layout is implausible if a gap falls below the model's floor.
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.text import word_count
-from stages.timing import TypingModel
+from stages.timing import DAY_SECONDS, TypingModel, WakingClock
 
 Messages = list[tuple[str, str]]
 # Between a base turn and an injected one at least a minute passes, so they never share a minute stamp:
 # base turns may share one (stamps are minutes), and a third turn in that minute would break the pace.
 EDGE_SECONDS = 60.0
-_EPOCH = datetime(2000, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -99,17 +99,30 @@ def split_into_chunks(costs: list[int], slots: list[int], rng: random.Random) ->
     return [(at, n) for at, n in zip(slots, counts) if n]
 
 
-def _seconds(at: str) -> float:
-    return (datetime.strptime(at, TIME_FORMAT) - _EPOCH).total_seconds()
+class _Clock:
+    """Stamps <-> waking seconds (:class:`~stages.timing.WakingClock`, 07:00-23:30): the night does not
+    count, so a long row's turns stay in the day and a long pause crosses a night. A dialogue with a
+    user turn in the night counts the whole day, as its base dialogue did."""
 
+    def __init__(self, turns: list[dict]) -> None:
+        stamps = [datetime.strptime(t["at"], TIME_FORMAT) for t in turns if t["role"] == "user"]
+        clock = WakingClock(stamps[-1].date())
+        if not all(clock.awake(at) for at in stamps):
+            clock = WakingClock(stamps[-1].date(), start=0.0, end=DAY_SECONDS)
+        self.clock = clock
 
-def _minute(seconds: float) -> float:
-    """The start of the minute ``seconds`` falls in (a hair of float error does not tip it back)."""
-    return math.floor((seconds + 1e-3) / 60.0) * 60.0
+    def seconds(self, at: str) -> float:
+        return self.clock.to_waking(datetime.strptime(at, TIME_FORMAT))
 
+    def at(self, seconds: float) -> datetime:
+        """The minute ``seconds`` falls in (a hair of float error does not tip it back)."""
+        return self.clock.from_waking(seconds + 1e-3).replace(second=0, microsecond=0)
 
-def _stamp(seconds: float) -> str:
-    return (_EPOCH + timedelta(seconds=_minute(seconds))).strftime(TIME_FORMAT)
+    def shift(self, at: str, seconds: float) -> int:
+        """Minutes a base turn stamped ``at`` moves back to land at ``seconds`` (0 when it stays)."""
+        if abs(seconds - self.seconds(at)) < 1e-3:
+            return 0
+        return round((datetime.strptime(at, TIME_FORMAT) - self.at(seconds)).total_seconds() / 60.0)
 
 
 @dataclass
@@ -130,6 +143,7 @@ def lay_out(turns: list[dict], chunks: list[tuple[int, int]], picks: list[Messag
     ``fixed``: base message indices of user turns that keep their time besides the trigger (temporal
     grounding: the constraint). Turns before the first fixed turn move back freely.
     """
+    clock = _Clock(turns)
     before: dict[int, list[Messages]] = {}
     remaining = iter(picks)
     for at, n in chunks:
@@ -148,7 +162,7 @@ def lay_out(turns: list[dict], chunks: list[tuple[int, int]], picks: list[Messag
                     order.append(_Gap(0.0, None, edge=order[-1].base is not None if order else False))
                 else:
                     read = word_count(content)
-        at = _seconds(turn["at"])
+        at = clock.seconds(turn["at"])
         p = model.params
         floor = max(p.min_gap_seconds, p.think_seconds + 60.0 * read / p.reading_wpm
                     + 60.0 * word_count(turn["content"]) / p.typing_wpm)
@@ -171,16 +185,19 @@ def lay_out(turns: list[dict], chunks: list[tuple[int, int]], picks: list[Messag
                 gap.seconds = max(gap.seconds, EDGE_SECONDS)
             gap.seconds += gap.breaks
             gap.floor = gap.seconds - gap.breaks
-    scale, plausible = _fit_between_anchors(order, turns, fixed, model.params.min_gap_seconds)
-    times = _times(order, turns)
-    stamps = tuple(_stamp(t) for t, gap in zip(times, order) if gap.base is None)
-    shifts = tuple(round((_seconds(turns[gap.base]["at"]) - _minute(t)) / 60.0)
-                   for t, gap in zip(times, order) if gap.base is not None)
+    scale, plausible = _fit_between_anchors(order, [clock.seconds(t["at"]) if t["role"] == "user" else 0.0 for t in turns],
+                                            fixed, model.params.min_gap_seconds)
+    times = [clock.seconds(turns[order[-1].base]["at"])]  # back from the trigger, whose time is kept
+    for gap in reversed(order[1:]):
+        times.append(times[-1] - gap.seconds)
+    times.reverse()
+    stamps = tuple(clock.at(t).strftime(TIME_FORMAT) for t, gap in zip(times, order) if gap.base is None)
+    shifts = tuple(clock.shift(turns[gap.base]["at"], t) for t, gap in zip(times, order) if gap.base is not None)
     natural = sum(gap.seconds for gap in order if gap.base is None) / 60.0
     return Layout(tuple(chunks), stamps, shifts, scale, natural, plausible)
 
 
-def _fit_between_anchors(order: list[_Gap], turns: list[dict], fixed: set[int], floor_seconds: float
+def _fit_between_anchors(order: list[_Gap], seconds: list[float], fixed: set[int], floor_seconds: float
                          ) -> tuple[float, bool]:
     """Make the gaps after the first fixed turn sum to its base span to the trigger (in place): the excess
     comes out of the base gaps' slack, then the injected breaks are dropped, then everything is
@@ -195,7 +212,7 @@ def _fit_between_anchors(order: list[_Gap], turns: list[dict], fixed: set[int], 
     if not anchors or anchors[0] == last:
         return 1.0, True
     segment = order[anchors[0] + 1:]
-    span = _seconds(turns[order[last].base]["at"]) - _seconds(turns[order[anchors[0]].base]["at"])
+    span = seconds[order[last].base] - seconds[order[anchors[0]].base]
     for use_breaks in (True, False):
         if not use_breaks:
             for gap in order:
@@ -217,15 +234,6 @@ def _fit_between_anchors(order: list[_Gap], turns: list[dict], fixed: set[int], 
     for gap in segment:
         gap.seconds *= scale
     return scale, min(gap.seconds for gap in segment) >= floor_seconds - 1e-6
-
-
-def _times(order: list[_Gap], turns: list[dict]) -> list[float]:
-    """Seconds of every user turn, back from the trigger (whose time is kept)."""
-    times = [0.0] * len(order)
-    times[-1] = _seconds(turns[order[-1].base]["at"])
-    for k in range(len(order) - 1, 0, -1):
-        times[k - 1] = times[k] - order[k].seconds
-    return times
 
 
 def share_after_constraint(turns: list[dict], chunks: list[tuple[int, int]], costs: list[int]) -> float:

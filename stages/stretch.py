@@ -127,7 +127,8 @@ class Stretch(MapStage):
             self.by_source.setdefault(snippet["source"], []).append(snippet)
             self.lowered[snippet["id"]] = "\n".join(content for _, content in snippet["messages"]).lower()
         self.routes = ctx.environment["distractors"]["routes"]
-        self.model = TypingModel(self.params.timing)
+        # nights come from the waking clock of ``stages.injection``, not from the model's breaks
+        self.model = TypingModel(self.params.timing.model_copy(update={"night_probability": 0.0}))
         self.semantic = (SemanticFilter(self._embedder(), side_inputs["distractor_pool"], self.params.semantic_percentile,
                                         self.params.semantic_floor) if self.params.semantic_filter else None)
 

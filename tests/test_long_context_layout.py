@@ -138,6 +138,17 @@ def test_layout_keeps_base_gaps_and_the_trigger_time() -> None:
     assert layout.stamps == tuple(sorted(layout.stamps)) and max(Counter(layout.stamps).values()) <= 2
 
 
+def test_layout_keeps_waking_hours_over_days() -> None:
+    """Two thousand injected exchanges take days; every turn still lands between 07:00 and 23:30."""
+    turns = _dialogue([0, 3, 7, 12, 20], ["filler", "constraint", "filler", "filler", "trigger"])
+    layout = lay_out(turns, [(0, 1), (4, 1), (8, 1)], [_pick(700)] * 3, set(), TypingModel(), random.Random(4))
+    days = {stamp[:10] for stamp in layout.stamps}
+    assert len(days) >= 3 and layout.base_shifts[-1] == 0
+    assert all("07:00" <= stamp[11:] <= "23:30" for stamp in layout.stamps)
+    moved = [shifted(t["at"], k)[11:] for t, k in zip([t for t in turns if t["role"] == "user"], layout.base_shifts)]
+    assert all("07:00" <= at <= "23:30" for at in moved)
+
+
 def test_layout_keeps_a_deadline_or_refuses() -> None:
     """Temporal grounding: the constraint keeps its time; chunks after it take the base gaps' slack."""
     turns = _dialogue([0, 3, 200, 300, 420], ["filler", "constraint", "filler", "filler", "trigger"])
