@@ -75,10 +75,12 @@ def boundaries(turns: list[dict], dimension: str) -> list[int]:
     return [i for i, turn in enumerate(turns) if turn["role"] == "user"]
 
 
-def split_into_chunks(costs: list[int], slots: list[int], rng: random.Random) -> list[tuple[int, int]]:
+def split_into_chunks(costs: list[int], slots: list[int], rng: random.Random,
+                      opens: list[bool] | None = None) -> list[tuple[int, int]]:
     """``(slot, picks)`` chunks: the slots draw Dirichlet shares of the total cost, the last slot (before
     the trigger) half of it in expectation and the others alike, and each pick (in order) goes to the
-    slot whose share holds its midpoint; empty slots are left out."""
+    slot whose share holds its midpoint; empty slots are left out. With ``opens`` (per pick: does it
+    open its conversation?), chunk starts move to the nearest opening pick."""
     if len(slots) == 1:
         return [(slots[0], len(costs))] if costs else []
     others = len(slots) - 1
@@ -96,7 +98,26 @@ def split_into_chunks(costs: list[int], slots: list[int], rng: random.Random) ->
             slot += 1
         counts[slot] += 1
         used += cost
-    return [(at, n) for at, n in zip(slots, counts) if n]
+    chunks = [(at, n) for at, n in zip(slots, counts) if n]
+    return _open_at_conversation_starts(chunks, opens) if opens else chunks
+
+
+def _open_at_conversation_starts(chunks: list[tuple[int, int]], opens: list[bool]) -> list[tuple[int, int]]:
+    """Each chunk after the first moves its first pick to the nearest pick that opens a conversation
+    (``opens``), staying between its neighbours' starts, so a chunk does not begin with "That's all,
+    thanks" from the middle of someone else's booking."""
+    starts, total = [], 0
+    for _, n in chunks:
+        starts.append(total)
+        total += n
+    for k in range(1, len(starts)):
+        low = starts[k - 1] + 1
+        high = (starts[k + 1] if k + 1 < len(starts) else total) - 1
+        found = [j for j in range(low, high + 1) if opens[j]]
+        if found:
+            starts[k] = min(found, key=lambda j: (abs(j - starts[k]), j))
+    ends = [*starts[1:], total]
+    return [(at, end - start) for (at, _), start, end in zip(chunks, starts, ends)]
 
 
 class _Clock:

@@ -156,7 +156,8 @@ class Stretch(MapStage):
             chosen = fill_budget(candidates, order, length - (low + high) // 2, prefix_tokens(turns[-1]["at"]))
             picked = [candidates[i]["messages"][start:end] for i, start, end in chosen]
             costs = [sum(candidates[i]["tokens"][start:end]) for i, start, end in chosen]
-            chunks = split_into_chunks(costs, slots, ctx.rng(item["id"], str(length), "chunks"))
+            opens = [start == 0 and candidates[i]["id"].endswith("#0") for i, start, _ in chosen]
+            chunks = split_into_chunks(costs, slots, ctx.rng(item["id"], str(length), "chunks"), opens)
             layout = lay_out(turns, chunks, picked, fixed, self.model, ctx.rng(item["id"], str(length), "timing"))
             plan_id = plan_id_of(item, length)
             if not layout.plausible:

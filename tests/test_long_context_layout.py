@@ -125,6 +125,22 @@ def test_chunks_take_whole_picks_over_the_boundaries() -> None:
     assert boundaries(turns, "attention_recovery") == [4]
 
 
+def test_chunks_open_where_a_conversation_opens() -> None:
+    costs = [100] * 40
+    slots = [0, 2, 4, 6, 8, 10]
+    opens = [k % 5 == 0 for k in range(40)]  # every fifth pick starts its conversation
+    opening = {"plain": [], "moved": []}
+    for seed in range(100):
+        plain = split_into_chunks(costs, slots, random.Random(seed))
+        moved = split_into_chunks(costs, slots, random.Random(seed), opens)
+        assert [at for at, _ in moved] == [at for at, _ in plain] and sum(n for _, n in moved) == 40
+        assert all(n > 0 for _, n in moved)
+        for name, chunks in (("plain", plain), ("moved", moved)):
+            opening[name] += [opens[sum(n for _, n in chunks[:k])] for k in range(1, len(chunks))]
+    assert sum(opening["plain"]) / len(opening["plain"]) < 0.35
+    assert sum(opening["moved"]) / len(opening["moved"]) > 0.75  # unless an opening pick is out of reach
+
+
 def test_layout_keeps_base_gaps_and_the_trigger_time() -> None:
     turns = _dialogue([0, 3, 7, 12, 20], ["filler", "constraint", "filler", "filler", "trigger"])
     picks = [_pick(30), _pick(30), _pick(30)]

@@ -134,7 +134,8 @@ def _timing_table(plans: list[dict]) -> list[str]:
         return []
     lines = ["", "Injected snippets are spread over the conversation's exchange boundaries (attention recovery: one "
              "block after the interruption). Their user turns' timestamps follow a seeded typing-and-reading model "
-             "(`stages/timing.py`); base gaps are kept, the trigger keeps its time and earlier turns move back. "
+             "(`stages/timing.py`) on a waking clock (07:00-23:30; nights do not count); base gaps are kept, the "
+             "trigger keeps its time and earlier turns move back. "
              "Temporal-grounding rows also keep the constraint's time, so the deadline keeps its meaning; what does not "
              "fit the base gaps' slack is compressed (scale < 1). Share after the constraint: the part of the injected "
              "tokens that lies between the constraint and the trigger.", "",
