@@ -91,9 +91,11 @@ def main() -> None:
     parser.add_argument("--skip-rss", action="store_true", help="skip the whole-build peak RSS measurement")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tb-bench-") as tmp:
-        measure_stretch(Path(tmp))
+        # the build first: a child forked from this process once it holds the written text would count
+        # that text in its peak RSS (``ru_maxrss`` of children starts from the parent's at fork)
         if not args.skip_rss:
             measure_build_rss(Path(tmp))
+        measure_stretch(Path(tmp))
 
 
 if __name__ == "__main__":
