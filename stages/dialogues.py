@@ -42,7 +42,7 @@ from pipeline.text import mentions, word_count
 from pipeline.vocabulary import DropReason
 from stages.generate.fillers import FillerGenerator, FillerParams
 from stages import timing
-from stages.timing import DAY_SECONDS, TimingParams, TypingModel, WakingClock
+from stages.timing import TimingParams, TypingModel, WakingClock
 
 DEFAULT_FILLER = {
     "state_tracking": (7, 9),
@@ -249,10 +249,7 @@ def _assign_times(turns: list[dict], bp: dict, typing: TypingModel, rng: random.
     anchors = [trigger_at]
     if bp.get("timing"):
         anchors.append(datetime.strptime(bp["constraints"][0]["at"], TIME_FORMAT) + shift)
-    origin = trigger_at.date() - timedelta(days=WAKING_ORIGIN_DAYS)
-    clock = WakingClock(origin)
-    if not all(clock.awake(at) for at in anchors):  # an anchor in the night: the whole day counts, as written
-        clock = WakingClock(origin, start=0.0, end=DAY_SECONDS)
+    clock = WakingClock.covering(trigger_at.date() - timedelta(days=WAKING_ORIGIN_DAYS), anchors)
     scale = 1.0
     if len(anchors) > 1:
         constraint_user = next(k for k, i in enumerate(users) if turns[i]["kind"] == "constraint")

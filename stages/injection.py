@@ -35,7 +35,7 @@ from datetime import datetime
 
 from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.text import word_count
-from stages.timing import DAY_SECONDS, TypingModel, WakingClock
+from stages.timing import TypingModel, WakingClock
 
 Messages = list[tuple[str, str]]
 # Between a base turn and an injected one at least a minute passes, so they never share a minute stamp:
@@ -121,29 +121,16 @@ def _open_at_conversation_starts(chunks: list[tuple[int, int]], opens: list[bool
 
 
 class _Clock:
-    """Stamps <-> waking seconds (:class:`~stages.timing.WakingClock`, 07:00-23:30): the night does not
-    count, so a long row's turns stay in the day and a long pause crosses a night. A dialogue with a
-    user turn in the night counts the whole day, as its base dialogue did."""
+    """Stamps <-> waking seconds (:meth:`WakingClock.covering <stages.timing.WakingClock.covering>`):
+    the night does not count, so a long row's turns stay in the day and a long pause crosses a night;
+    a dialogue with a user turn in the night counts the whole day, as its base dialogue did."""
 
-    def __init__(self, turns: list[dict]) -> None:
-        stamps = [datetime.strptime(t["at"], TIME_FORMAT) for t in turns if t["role"] == "user"]
-        clock = WakingClock(stamps[-1].date())
-        if not all(clock.awake(at) for at in stamps):
-            clock = WakingClock(stamps[-1].date(), start=0.0, end=DAY_SECONDS)
-        self.clock = clock
-
-    def seconds(self, at: str) -> float:
-        return self.clock.to_waking(datetime.strptime(at, TIME_FORMAT))
+    def __init__(self, stamps: list[datetime]) -> None:
+        self.clock = WakingClock.covering(stamps[-1].date(), stamps)
 
     def at(self, seconds: float) -> datetime:
         """The minute ``seconds`` falls in (a hair of float error does not tip it back)."""
         return self.clock.from_waking(seconds + 1e-3).replace(second=0, microsecond=0)
-
-    def shift(self, at: str, seconds: float) -> int:
-        """Minutes a base turn stamped ``at`` moves back to land at ``seconds`` (0 when it stays)."""
-        if abs(seconds - self.seconds(at)) < 1e-3:
-            return 0
-        return round((datetime.strptime(at, TIME_FORMAT) - self.at(seconds)).total_seconds() / 60.0)
 
 
 @dataclass
@@ -154,7 +141,6 @@ class _Gap:
     base: int | None  # index of the base user turn it leads to (None: an injected turn)
     floor: float = 0.0  # the least a person needs for it (base gaps: reading and typing, no jitter)
     breaks: float = 0.0  # the model's break in it (injected gaps)
-    edge: bool = False  # an injected turn right after a base turn
 
 
 def lay_out(turns: list[dict], chunks: list[tuple[int, int]], picks: list[Messages], fixed: set[int],
@@ -164,14 +150,16 @@ def lay_out(turns: list[dict], chunks: list[tuple[int, int]], picks: list[Messag
     ``fixed``: base message indices of user turns that keep their time besides the trigger (temporal
     grounding: the constraint). Turns before the first fixed turn move back freely.
     """
-    clock = _Clock(turns)
+    stamps_at = {i: datetime.strptime(t["at"], TIME_FORMAT) for i, t in enumerate(turns) if t["role"] == "user"}
+    clock = _Clock(list(stamps_at.values()))
+    seconds = {i: clock.clock.to_waking(at) for i, at in stamps_at.items()}  # base user turns, waking seconds
     before: dict[int, list[Messages]] = {}
     remaining = iter(picks)
     for at, n in chunks:
         before[at] = [next(remaining) for _ in range(n)]
     exchanges: list[tuple[int, int]] = []
     order: list[_Gap] = []  # one per user turn of the long row, in order
-    read, previous_at = 0, None
+    read, previous = 0, None
     for i, turn in enumerate(turns):
         if turn["role"] != "user":
             read = word_count(turn["content"])
@@ -180,45 +168,42 @@ def lay_out(turns: list[dict], chunks: list[tuple[int, int]], picks: list[Messag
             for role, content in pick:
                 if role == "user":
                     exchanges.append((read, word_count(content)))
-                    order.append(_Gap(0.0, None, edge=order[-1].base is not None if order else False))
+                    order.append(_Gap(0.0, None))
                 else:
                     read = word_count(content)
-        at = clock.seconds(turn["at"])
-        p = model.params
-        floor = max(p.min_gap_seconds, p.think_seconds + 60.0 * read / p.reading_wpm
-                    + 60.0 * word_count(turn["content"]) / p.typing_wpm)
-        if previous_at is None:
-            gap = max(EDGE_SECONDS, model.gap(read, word_count(turn["content"]), rng)) if i in before else 0.0
-        elif i in before:  # the base gap was the time after the previous base turn; now it follows a chunk
-            gap = max(floor, at - previous_at, EDGE_SECONDS)
+        written = word_count(turn["content"])
+        if previous is None:  # the row's first base turn: only a chunk before it gives it a gap
+            gap = model.gap(read, written, rng) if i in before else 0.0
+            order.append(_Gap(gap, i, floor=gap))
         else:
-            gap = at - previous_at
-        if i in before:
-            floor = max(floor, EDGE_SECONDS)
-        order.append(_Gap(gap, i, floor=min(floor, gap) if previous_at is not None else gap))
-        previous_at = at
+            floor = model.floor(read, written)
+            # after a chunk, the base gap is the time since the chunk's last turn (at least a person's pace)
+            gap = max(floor, seconds[i] - previous) if i in before else seconds[i] - previous
+            order.append(_Gap(gap, i, floor=min(floor, gap)))
+        previous = seconds[i]
     typing, breaks = model.gaps_and_breaks(exchanges, rng)
     injected = iter(zip(typing, breaks))
-    for gap in order:
+    for k, gap in enumerate(order):
         if gap.base is None:
-            gap.seconds, gap.breaks = next(injected)
-            if gap.edge:
-                gap.seconds = max(gap.seconds, EDGE_SECONDS)
-            gap.seconds += gap.breaks
-            gap.floor = gap.seconds - gap.breaks
-    scale, plausible = _fit_between_anchors(order, [clock.seconds(t["at"]) if t["role"] == "user" else 0.0 for t in turns],
-                                            fixed, model.params.min_gap_seconds)
-    times = [clock.seconds(turns[order[-1].base]["at"])]  # back from the trigger, whose time is kept
+            gap.floor, gap.breaks = next(injected)
+            gap.seconds = gap.floor + gap.breaks
+        if k and (gap.base is None) != (order[k - 1].base is None):  # between a base turn and an injected one
+            gap.floor = max(gap.floor, EDGE_SECONDS)
+            gap.seconds = max(gap.seconds, gap.floor + gap.breaks)
+    scale, plausible = _fit_between_anchors(order, seconds, fixed, model.params.min_gap_seconds)
+    times = [seconds[order[-1].base]]  # back from the trigger, whose time is kept
     for gap in reversed(order[1:]):
         times.append(times[-1] - gap.seconds)
     times.reverse()
     stamps = tuple(clock.at(t).strftime(TIME_FORMAT) for t, gap in zip(times, order) if gap.base is None)
-    shifts = tuple(clock.shift(turns[gap.base]["at"], t) for t, gap in zip(times, order) if gap.base is not None)
+    shifts = tuple(0 if abs(t - seconds[gap.base]) < 1e-3
+                   else round((stamps_at[gap.base] - clock.at(t)).total_seconds() / 60.0)
+                   for t, gap in zip(times, order) if gap.base is not None)
     natural = sum(gap.seconds for gap in order if gap.base is None) / 60.0
     return Layout(tuple(chunks), stamps, shifts, scale, natural, plausible)
 
 
-def _fit_between_anchors(order: list[_Gap], seconds: list[float], fixed: set[int], floor_seconds: float
+def _fit_between_anchors(order: list[_Gap], seconds: dict[int, float], fixed: set[int], floor_seconds: float
                          ) -> tuple[float, bool]:
     """Make the gaps after the first fixed turn sum to its base span to the trigger (in place): the excess
     comes out of the base gaps' slack, then the injected breaks are dropped, then everything is

@@ -51,6 +51,13 @@ class WakingClock:
     start: float = 7 * 3600.0  # 07:00
     end: float = 23.5 * 3600.0  # 23:30
 
+    @classmethod
+    def covering(cls, origin: date, times: list[datetime]) -> WakingClock:
+        """The waking clock, or the whole-day clock when one of ``times`` lies in the night (a dialogue
+        anchored at night keeps its times as written)."""
+        clock = cls(origin)
+        return clock if all(clock.awake(at) for at in times) else cls(origin, start=0.0, end=DAY_SECONDS)
+
     @property
     def day(self) -> float:
         return self.end - self.start
@@ -78,12 +85,19 @@ class TypingModel:
     def __init__(self, params: TimingParams | None = None) -> None:
         self.params = params or TimingParams()
 
+    def _unjittered(self, read_words: int, written_words: int) -> float:
+        p = self.params
+        return p.think_seconds + 60.0 * read_words / p.reading_wpm + 60.0 * written_words / p.typing_wpm
+
+    def floor(self, read_words: int, written_words: int) -> float:
+        """The least a person needs: think, read, type, no jitter, never under ``min_gap_seconds``."""
+        return max(self.params.min_gap_seconds, self._unjittered(read_words, written_words))
+
     def gap(self, read_words: int, written_words: int, rng: random.Random) -> float:
         """Seconds from one user turn to the next: think, read the reply, type the message, jittered,
         never under ``min_gap_seconds``."""
         p = self.params
-        base = p.think_seconds + 60.0 * read_words / p.reading_wpm + 60.0 * written_words / p.typing_wpm
-        return max(p.min_gap_seconds, base * rng.lognormvariate(0.0, p.jitter_sigma))
+        return max(p.min_gap_seconds, self._unjittered(read_words, written_words) * rng.lognormvariate(0.0, p.jitter_sigma))
 
     def gaps(self, exchanges: list[tuple[int, int]], rng: random.Random) -> list[float]:
         """One gap per ``(read_words, written_words)``, with breaks added after drawn sessions."""
