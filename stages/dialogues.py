@@ -1,14 +1,16 @@
 """``dialogues``: a scaled blueprint -> its base dialogue (one conversation, no surface cue).
 
-In: scaled blueprints that passed the oracles (main) and ``load_fillers`` (side: story and filler
-pools). Out: one item per blueprint with ``turns`` (role, content without timestamp, ``at`` on
-user turns, ``kind`` in constraint / interruption / filler / update / trigger) and
-``parity_index`` (the user turn where a Neg-Clean twin carries its resolution, or None).
+In: scaled blueprints that passed the oracles (main), ``load_fillers`` (side: story and filler
+pools) and ``load_blueprints`` (side: the seeds whose constraint shapes the story choice matches).
+Out: one item per blueprint with ``turns`` (role, content without timestamp, ``at`` on user turns,
+``kind`` in constraint / interruption / filler / update / trigger) and ``parity_index`` (the user
+turn where a Neg-Clean twin carries its resolution, or None).
 
 The rules (issue "Base dialogues v2"):
 
 - **One story**: thematic exchanges come from the pool the blueprint's ``topic`` names; a
-  ``kind: story`` pool keeps its order (an ordered subset), a shared filler pool is drawn in any
+  ``kind: story`` pool keeps its order (an ordered subset, weighted towards the shapes of the
+  dimension's constraint turns: ``stages.story_shape``), a shared filler pool is drawn in any
   order. No exchange mentions a gold slot or slot value.
 - **The constraint among equals**: it sits at a seeded position anywhere but the last two units
   before the trigger (so position alone stays near chance), a second if-then constraint after it;
@@ -32,7 +34,7 @@ import random
 from datetime import datetime, timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.blueprints.schema import TIME_FORMAT
 from pipeline.bounds import CountRange
@@ -40,8 +42,12 @@ from pipeline.hashing import combine, source_digest
 from pipeline.stage import Drop, Item, MapStage, StageContext
 from pipeline.text import mentions, word_count
 from pipeline.vocabulary import DropReason
+from pipeline.blueprints.schema import Blueprint
+from pipeline.blueprints.slots import render
+from pipeline.blueprints.stories import placed_turns
 from stages.generate.fillers import FillerGenerator, FillerParams
-from stages import timing
+from stages import story_shape, timing
+from stages.story_shape import ShapeMatcher
 from stages.timing import TimingParams, TypingModel, WakingClock
 
 DEFAULT_FILLER = {
@@ -59,30 +65,34 @@ WAKING_ORIGIN_DAYS = 60  # the waking clock counts from this many days before th
 class DialogueParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     filler_exchanges: dict[str, CountRange] = DEFAULT_FILLER
-    # how story exchanges are chosen: "random" (an ordered random subset: right when the seeds' placed turns
-    # take their shapes from their own story) or "closest" (those nearest the constraint's shape)
-    story_choice: Literal["random", "closest"] = "random"
+    # how story exchanges are chosen: "matched" (an ordered subset weighted towards the shapes of the
+    # dimension's placed turns, stages/story_shape.py), "random" (an ordered random subset) or "closest"
+    # (those nearest the row's own constraint in length)
+    story_choice: Literal["matched", "random", "closest"] = "matched"
+    shape_bandwidth: float = Field(1.0, gt=0, description="kernel bandwidth of the shape densities (x Scott's rule)")
+    shape_weight_cap: float = Field(20.0, ge=1, description="largest (and 1/smallest) weight of a story exchange")
     timing: TimingParams = TimingParams()
     llm: FillerParams = FillerParams()
 
 
 class Dialogues(MapStage):
     name = "dialogues"
-    inputs = ("oracle_necessity", "load_fillers")
+    inputs = ("oracle_necessity", "load_fillers", "load_blueprints")
     Params = DialogueParams
 
     def environment_keys(self) -> tuple[str, ...]:
         return ("llm", "blueprints_digest")
 
     def code_version(self) -> str:
-        """This module and the typing model its timestamps come from."""
-        return combine(self.version, source_digest(type(self), timing))
+        """This module, the shape matcher and the typing model its timestamps come from."""
+        return combine(self.version, source_digest(type(self), timing, story_shape))
 
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         self.pools = {item["pool"]["topic"]: item["pool"] for item in side_inputs["load_fillers"]}
         llm = ctx.services.get("llm") is not None  # with an LLM, fillers are written by stages/generate/fillers.py
         self.filler_llm = FillerGenerator.create(self.params.llm, side_inputs["load_fillers"], ctx) if llm else None
         self.typing = TypingModel(self.params.timing)
+        self.shapes = shape_matcher(side_inputs["load_blueprints"], self.pools, self.params)
 
     def process(self, item: Item, ctx: StageContext) -> list[Item] | Drop:
         bp = item["blueprint"]
@@ -98,7 +108,9 @@ class Dialogues(MapStage):
         if len(clean) < wanted:
             return Drop(DropReason.TOO_LITTLE_FILLER, f"topic {bp['topic']!r} has {len(clean)} slot-free exchanges, need {wanted}")
         story = pool.get("kind") == "story"
-        if story and self.params.story_choice == "random":  # a story keeps the order a person would have it in
+        if story and self.params.story_choice == "matched":  # a story keeps the order a person would have it in
+            picked = story_shape.weighted_subset(clean, self.shapes.weights(bp["dimension"], exchanges_all), wanted, rng)
+        elif story and self.params.story_choice == "random":
             picked = sorted(rng.sample(clean, wanted))
         elif story:
             first = bp["constraints"][0]
@@ -122,6 +134,23 @@ class Dialogues(MapStage):
             "provenance": {**item["provenance"], "dialogues": self.code_version()[:12], "oracles": item.get("oracles"),
                            **generated},
         }]
+
+
+def shape_matcher(blueprints: list[Item], pools: dict[str, dict], params: DialogueParams) -> ShapeMatcher:
+    """The shape matcher of a corpus: per dimension, the placed turns of its seeds (slots filled with their
+    first alternatives) and the exchanges of the stories they name."""
+    placed: dict[str, list] = {}
+    story: dict[str, list] = {}
+    seen: set[tuple[str, str]] = set()
+    for item in blueprints:
+        bp = render(Blueprint.model_validate(item["blueprint"]))
+        dimension = str(bp.dimension)
+        placed.setdefault(dimension, []).extend(story_shape.shape(text, reply) for field, text, reply in placed_turns(bp) if field.startswith("constraints"))
+        pool = pools.get(bp.topic)
+        if pool is not None and pool.get("kind") == "story" and (dimension, bp.topic) not in seen:
+            seen.add((dimension, bp.topic))
+            story.setdefault(dimension, []).extend(story_shape.shape(ex["user"], ex["assistant"]) for ex in pool["exchanges"])
+    return ShapeMatcher(placed, story, params.shape_bandwidth, params.shape_weight_cap)
 
 
 def closest_exchanges(candidates: list[int], wanted: int, exchanges: list[dict], text: str, reply: str | None,

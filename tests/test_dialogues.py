@@ -36,11 +36,16 @@ def story(count: int = 12) -> dict:
                                                  "exchanges": exchanges}}
 
 
+def corpus(*blueprints: dict) -> list[dict]:
+    """``load_blueprints`` items for the given blueprints (the shape matcher's population)."""
+    return [{"id": bp["id"], "blueprint": bp, "source": f"{bp['id']}.yaml"} for bp in blueprints]
+
+
 def dialogues(blueprint: dict, renderings: int = RENDERINGS) -> list[dict]:
     items = [{"id": f"{blueprint['id']}--s{k:02d}", "seed_id": blueprint["id"], "split": "test",
               "blueprint": blueprint, "provenance": {}} for k in range(renderings)]
     stage = Dialogues()
-    out = stage.run({"oracle_necessity": items, "load_fillers": [story()]},
+    out = stage.run({"oracle_necessity": items, "load_fillers": [story()], "load_blueprints": corpus(blueprint)},
                     StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
     assert not out.dropped
     return out.items
@@ -147,7 +152,7 @@ def test_story_subset_puts_the_constraint_at_any_length_rank() -> None:
     blueprint = seed("state_tracking/st-badge-side-door.yaml")
     items = [{"id": f"{blueprint['id']}--s{k:02d}", "seed_id": blueprint["id"], "split": "test",
               "blueprint": blueprint, "provenance": {}} for k in range(200)]
-    out = Dialogues().run({"oracle_necessity": items, "load_fillers": [pool]},
+    out = Dialogues().run({"oracle_necessity": items, "load_fillers": [pool], "load_blueprints": corpus(blueprint)},
                           StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
     longest_user = longest_reply = shortest_reply = 0
     for d in out.items:
@@ -171,7 +176,7 @@ def test_random_story_choice_is_an_ordered_subset_spread_over_the_whole_story() 
 
     def run() -> list[dict]:
         stage = Dialogues({"story_choice": "random"})
-        return stage.run({"oracle_necessity": items, "load_fillers": [story(14)]},
+        return stage.run({"oracle_necessity": items, "load_fillers": [story(14)], "load_blueprints": corpus(blueprint)},
                          StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"})).items
 
     out = run()

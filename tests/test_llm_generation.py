@@ -168,13 +168,18 @@ def split_item(path: Path) -> dict[str, Any]:
             "provenance": {"generator": "offline-rules"}}  # fmt: skip
 
 
+def corpus(*paths: Path) -> list[dict[str, Any]]:
+    """``load_blueprints`` items of the given seed files."""
+    return [{"id": seed(p).id, "blueprint": to_json(seed(p)), "source": p.name} for p in paths]
+
+
 def fillers() -> list[dict[str, Any]]:
     return LoadFillers().run({}, context("load_fillers", None)).items
 
 
 def test_llm_fillers_reject_leaks_regenerate_and_fall_back_to_the_pool(tmp_path: Path) -> None:
     params = {"filler_exchanges": {"state_tracking": (3, 3)}, "llm": {"attempts": 2}}
-    inputs = {"oracle_necessity": [split_item(TAXI)], "load_fillers": fillers()}
+    inputs = {"oracle_necessity": [split_item(TAXI)], "load_fillers": fillers(), "load_blueprints": corpus(TAXI)}
     offline = Dialogues(params).run(inputs, context("dialogues", None)).items[0]
     with ScriptedServer(handler=filler_model()) as server:
         out = Dialogues(params).run(inputs, context("dialogues", client(server, tmp_path / "llm.sqlite")))
@@ -229,7 +234,8 @@ def rm_model() -> Any:
 
 def test_llm_rm_probes_are_verified_by_an_oracle_or_fall_back(tmp_path: Path) -> None:
     params = {"filler_exchanges": {"state_tracking": (2, 2), "temporal_grounding": (2, 2)}}
-    inputs = {"oracle_necessity": [split_item(TAXI), split_item(TRAIN)], "load_fillers": fillers()}
+    inputs = {"oracle_necessity": [split_item(TAXI), split_item(TRAIN)], "load_fillers": fillers(),
+              "load_blueprints": corpus(TAXI, TRAIN)}
     dialogues = Dialogues(params).run(inputs, context("dialogues", None)).items
     offline_rows = Variants().run({"dialogues": dialogues}, context("variants", None)).items
     with ScriptedServer(handler=rm_model()) as server:

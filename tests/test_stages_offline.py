@@ -83,7 +83,8 @@ def through_variants(root: Path, split: dict | None = None) -> dict[str, StageOu
     env = {"llm": "offline-rules", "blueprints_digest": corpus_digest(root)}
     sufficiency = run(OracleSufficiency(), {"split": out["split"].items}, env)
     necessity = run(OracleNecessity(), {"oracle_sufficiency": sufficiency.items}, env)
-    out["dialogues"] = run(Dialogues(), {"oracle_necessity": necessity.items, "load_fillers": out["load_fillers"].items}, env)
+    out["dialogues"] = run(Dialogues(), {"oracle_necessity": necessity.items, "load_fillers": out["load_fillers"].items,
+                                           "load_blueprints": out["load_blueprints"].items}, env)
     out["variants"] = run(Variants(), {"dialogues": out["dialogues"].items}, env)
     return out
 

@@ -24,7 +24,7 @@ LENGTH_MATCHES = 6  # story user turns (and replies) needed in that band around 
 FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "my", "me", "we", "our", "us"})
 
 
-def _placed_turns(bp: Blueprint) -> list[tuple[str, str, str | None]]:
+def placed_turns(bp: Blueprint) -> list[tuple[str, str, str | None]]:
     """(field, user text, reply) of every turn the builder places among the story's exchanges: the
     constraints, the resolution or flipped state of Neg-Clean, and the Pos-Clean update."""
     placed = [(f"constraints.{i}", c.text, c.reply) for i, c in enumerate(bp.constraints)]
@@ -37,7 +37,7 @@ def _placed_turns(bp: Blueprint) -> list[tuple[str, str, str | None]]:
 
 def _reply_problems(bp: Blueprint) -> Iterator[tuple[str, str, str]]:
     low, high = REPLY_WORDS
-    for field, _, reply in _placed_turns(bp):
+    for field, _, reply in placed_turns(bp):
         field = f"{field}.reply"
         if reply is None:
             yield field, "a reply is required here (it is placed among the story's exchanges)", "story-reply"
@@ -87,7 +87,7 @@ def _parity_problems(bp: Blueprint, pool) -> Iterator[tuple[str, str, str]]:
     users = [word_count(ex.user) for ex in pool.exchanges]
     replies = [word_count(ex.assistant) for ex in pool.exchanges]
     questions = sum("?" in ex.user for ex in pool.exchanges)
-    for field, text, reply in _placed_turns(bp):
+    for field, text, reply in placed_turns(bp):
         for side, words, spread in (("text", word_count(text), users), ("reply", word_count(reply), replies)):
             if reply is None and side == "reply":
                 continue
