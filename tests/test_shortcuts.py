@@ -187,3 +187,18 @@ def test_time_expressions_in_real_multiwoz_style_lines() -> None:
     assert "clock" in time_expressions("I need to arrive by 17:45")
     assert "weekday" in time_expressions("Can I book it for Saturday?")
     assert time_expressions("The price is 17.60 pounds and it is in the centre.") == []
+
+
+def test_explicit_rows_report_their_salient_constraint_without_failing_the_gate() -> None:
+    """An explicit row states the intention as a request on purpose: a planted cue on its constraint is
+    found (reported, value 1.0) but not gated, while the same cue on implicit rows fails (above)."""
+    rng = random.Random(5)
+    collector = ShortcutCollector(ShortcutSettings())
+    for f in range(24):
+        for r in range(3):
+            row = make_row(rng, f"st-fam{f}", r, "state_tracking", plant="short_reply")
+            collector.add("explicit_base", "test", {**row, "constraint_form": "explicit"})
+    result = score(collector, None)
+    cell = next(c for c in result.records if c["finder"] == "shortest_reply" and c["constraint_form"] == "explicit")
+    assert cell["value"] == pytest.approx(1.0) and not cell["gated"] and not cell["fails"]
+    assert result.verdict == "pass", result.failing

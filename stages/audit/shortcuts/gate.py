@@ -7,6 +7,9 @@ fails when any row breaks it (or more than ``max_user_turns_per_minute`` user tu
 minute). Form finders are gated in every dimension; text finders (similarity, retrieval, and
 the learned finder that reads them) only in ``text_gated_dimensions``, since logical adherence
 and safe coding link constraint and trigger by design (their cells are still reported).
+Constraint finders are gated on the ``constraint_gated_forms`` (implicit): an explicit row states the
+intention as a request on purpose (that salience is the ablation), so finding its constraint is what
+the row shows openly; explicit rows' label cells and invariants stay gated.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ class ShortcutSettings(BaseModel):
     long_sample_fraction: float = Field(0.2, gt=0, le=1, description="share of blueprints whose long rows get "
                                         "the similarity and learned finders")
     text_gated_dimensions: tuple[str, ...] = TEXT_GATED
+    constraint_gated_forms: tuple[str, ...] = Field(("implicit",), description="constraint forms whose constraint "
+                                                    "finders are gated (explicit rows make the constraint salient on purpose)")
     seed: int = 0
 
 
@@ -57,7 +62,8 @@ def judge(records: Sequence[dict[str, Any]], settings: ShortcutSettings) -> None
             continue
         enough = (record["families"] or 0) >= settings.min_families and record["value"] is not None
         if section == "constraint_finder":
-            gated = record["kind"] == "form" or record["dimension"] in settings.text_gated_dimensions
+            gated = ((record["kind"] == "form" or record["dimension"] in settings.text_gated_dimensions)
+                     and record["constraint_form"] in settings.constraint_gated_forms)
             over = record["value"] > record["baseline"] + settings.hit_margin if enough else False
             sure = record["ci_low"] > record["baseline"] + settings.ci_margin if enough else False
             record["gated"], record["fails"] = gated and enough, bool(gated and over and sure)

@@ -28,9 +28,9 @@ def _view(records: Sequence[dict], context: str = "base", form: str = "implicit"
             and r["context"] == context and r["constraint_form"] == form and r["variant"] == variant}
 
 
-def finder_table(records: Sequence[dict], context: str = "base") -> str:
-    """Finder x dimension: ``hit% (chance%)``, a ✗ on failing cells (implicit, Pos-Clean)."""
-    view = _view(records, context)
+def finder_table(records: Sequence[dict], context: str = "base", form: str = "implicit") -> str:
+    """Finder x dimension: ``hit% (chance%)``, a ✗ on failing cells (Pos-Clean rows of ``form``)."""
+    view = _view(records, context, form)
     dims = [d for d in DIMENSIONS if any(k[1] == d for k in view)]
     lines = ["| finder | kind | " + " | ".join(SHORT[d] for d in dims) + " |", "|---|---|" + "---|" * len(dims)]
     for finder in (*FORM, *TEXT):
@@ -98,7 +98,8 @@ def markdown(audit: Any, *, heading: str = "##", card: bool = False) -> str:
         "constraint finder picks one earlier user turn from form alone (reply length, punctuation, timestamps, "
         "position, gaps; or similarity and retrieval with the trigger as query); a learned finder and a variant "
         "classifier are cross-validated by seed family. Cells: `hit% (chance%)`, ✗ = fails the gate "
-        f"(thresholds: {audit.settings_line}).",
+        f"(thresholds: {audit.settings_line}). Constraint finders are gated on implicit rows: an explicit row "
+        "states the intention as a request on purpose, so its cells are reported, not gated.",
         "",
         f"{audit.failing_count} failing cells." if audit.failing else "No failing cells.",
         "",
@@ -110,7 +111,9 @@ def markdown(audit: Any, *, heading: str = "##", card: bool = False) -> str:
         "",
     ]
     if not card:
-        parts += ["Variant classifiers (structure only), base contexts:", "", label_table(audit.records), "",
+        parts += ["Constraint finders, base contexts, explicit form, Pos-Clean (reported, not gated):", "",
+                  finder_table(audit.records, form="explicit"), "",
+                  "Variant classifiers (structure only), base contexts:", "", label_table(audit.records), "",
                   "Row invariants (every row of every config):", "", invariant_table(audit.records), "",
                   f"![{PLOT}]({PLOT})", "", "Every cell, every context: `shortcuts.csv`; family statistics: "
                   "`families.csv`.", ""]
