@@ -121,7 +121,7 @@ class Dialogues(MapStage):
         if self.filler_llm is not None:
             exchanges, filler_ids, record = self.filler_llm.replace(item, exchanges, filler_ids, ctx, ctx.services["llm"])
             generated = {"fillers": record}
-        turns, parity = _layout(bp, exchanges, story, rng)
+        turns, parity = _layout(bp, exchanges, story, rng, _units_in_window(bp, exchanges, self.typing))
         _assign_times(turns, bp, self.typing, rng)
         return [{
             "id": item["id"],
@@ -185,7 +185,20 @@ def _pair(user: str, kind: str, reply: str | None) -> list[dict]:
     return turns
 
 
-def _slots(bp: dict, n: int, story: bool, rng: random.Random) -> dict[int, str]:
+def _units_in_window(bp: dict, exchanges: list[dict], typing: TypingModel) -> int | None:
+    """Temporal grounding: how many exchanges (and the trigger) fit between constraint and trigger at the
+    least pace a person reads and types (the typing model's floor for the story's average exchange), so
+    that the deadline's window is never packed with several turns a minute. None without a timed window."""
+    if not bp.get("timing") or not exchanges:
+        return None
+    window = (datetime.strptime(bp["trigger"]["at"], TIME_FORMAT)
+              - datetime.strptime(bp["constraints"][0]["at"], TIME_FORMAT)).total_seconds()
+    read = sum(word_count(ex["assistant"]) for ex in exchanges) / len(exchanges)
+    written = sum(word_count(ex["user"]) for ex in exchanges) / len(exchanges)
+    return max(1, int(window // typing.floor(round(read), round(written))))
+
+
+def _slots(bp: dict, n: int, story: bool, rng: random.Random, window_units: int | None = None) -> dict[int, str]:
     """Positions (0..n-1, before the trigger) of the special units: constraints, interruption, parity.
 
     Attention recovery with a story pool: the user's task first, the interruption last. With a shared
@@ -204,6 +217,8 @@ def _slots(bp: dict, n: int, story: bool, rng: random.Random) -> dict[int, str]:
     constraints = len(bp["constraints"])
     resolves = bool(bp.get("negative") and bp["negative"]["kind"] == "resolution")
     after = (constraints - 1) + int(resolves) + (0 if attention else 1)  # units the first constraint needs after it
+    if window_units is not None:  # a timed window holds the units after the constraint and the trigger
+        first_low = max(first_low, min(n - window_units, last - after))
     first = rng.randint(first_low, max(first_low, last - after))
     special[first] = "constraint:0"
     previous = first
@@ -217,12 +232,13 @@ def _slots(bp: dict, n: int, story: bool, rng: random.Random) -> dict[int, str]:
     return special
 
 
-def _layout(bp: dict, fillers: list[dict], story: bool, rng: random.Random) -> tuple[list[dict], int | None]:
+def _layout(bp: dict, fillers: list[dict], story: bool, rng: random.Random,
+            window_units: int | None = None) -> tuple[list[dict], int | None]:
     """Order the turns; return them and the user-turn index of the parity slot (or None)."""
     update = bp.get("update")
     resolves = bool(bp.get("negative") and bp["negative"]["kind"] == "resolution")
     n = len(fillers) + len(bp["constraints"]) + int(bp.get("interruption") is not None) + int(resolves and update is not None)
-    special = _slots(bp, n, story, rng)
+    special = _slots(bp, n, story, rng, window_units)
     queue = list(fillers)
     turns: list[dict] = []
     parity = None

@@ -115,6 +115,26 @@ def test_temporal_constraint_to_trigger_span_and_deadline_kept(relative: str) ->
             assert (trigger < constraint + (deadline - datetime.strptime(blueprint["constraints"][0]["at"], TIME_FORMAT))) == before
 
 
+def test_a_short_deadline_window_is_never_packed() -> None:
+    """callback friend: an 11-minute window between constraint and trigger. With long replies to read,
+    only a few exchanges fit in it at a person's pace, so the constraint sits late enough that no minute
+    holds more than two user turns (compressing eight exchanges into the window put three in one)."""
+    blueprint = seed("temporal_grounding/tg-rel-callback-friend.yaml")
+    pool = story(14)
+    for exchange in pool["pool"]["exchanges"]:
+        exchange["assistant"] = REPLY * 6
+    items = [{"id": f"{blueprint['id']}--s{k:02d}", "seed_id": blueprint["id"], "split": "test",
+              "blueprint": blueprint, "provenance": {}} for k in range(40)]
+    out = Dialogues().run({"oracle_necessity": items, "load_fillers": [pool], "load_blueprints": corpus(blueprint)},
+                          StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
+    span = (datetime.strptime(blueprint["trigger"]["at"], TIME_FORMAT)
+            - datetime.strptime(blueprint["constraints"][0]["at"], TIME_FORMAT))
+    for d in out.items:
+        stamps, kinds = times(d), [t["kind"] for t in users(d)]
+        assert stamps[-1] - stamps[kinds.index("constraint")] == span
+        assert max(Counter(stamps).values()) <= 2, stamps
+
+
 def test_a_span_of_days_keeps_every_turn_in_waking_hours() -> None:
     """bib pickup: constraint Wednesday 19:20, trigger Saturday 14:40. Stretched over three days, the
     turns between land in the day (07:00-23:30) with nights crossed between them, never at 3 a.m., and

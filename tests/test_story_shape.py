@@ -69,10 +69,11 @@ def _finder_hits(blueprints: list[dict], fillers: list[dict], choice: str) -> di
 
 
 def test_matched_choice_hides_the_constraint_from_a_shape_classifier(real_corpus) -> None:
-    """Over the whole corpus, the learned shape finder finds the constraint less often among matched story
-    turns than among a random ordered subset (measured on the corpus of this commit: 1.55 vs 2.04
-    summed over the five dimensions, two renderings per seed)."""
+    """The learned shape finder finds the constraint less often among matched story turns than among a
+    random ordered subset, in every dimension (measured on this corpus, two renderings per seed: 1.13 vs
+    2.06 summed over the five dimensions; chance about 0.11 each)."""
     blueprints, fillers = real_corpus
     matched, random_ = _finder_hits(blueprints, fillers, "matched"), _finder_hits(blueprints, fillers, "random")
     assert set(matched) == set(random_) and len(matched) == 5
-    assert sum(matched.values()) < 0.9 * sum(random_.values()), (matched, random_)
+    assert all(matched[d] < random_[d] for d in matched), (matched, random_)
+    assert sum(matched.values()) < 0.7 * sum(random_.values()), (matched, random_)
