@@ -101,3 +101,8 @@ def time_expressions(text: str) -> list[str]:
     if not (set(w.rstrip(".'") for w in _TIME_TOKEN.findall(lower)) & _TIME_WORDS or _DIGIT_TIME.search(lower)):
         return []
     return [name for name, pattern in TIME_PATTERNS.items() if pattern.search(text)]
+
+
+# Punctuation and digits as the shortcut audit counts them (a turn written with numbers, quotes and
+# clauses stands out among plain ones): shared by the audit, the story-shape matcher and the lint.
+SHAPE_PUNCTUATION = re.compile(r"[!,;:\"'\d]")

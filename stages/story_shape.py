@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
-PUNCTUATION = re.compile(r"[!,;:\"'\d]")  # the audit's punctuation-and-digits count (stages/audit/shortcuts/turns.py)
+from pipeline.text import SHAPE_PUNCTUATION
+
 WEIGHT_DIGITS = 6  # weights are rounded so that the draw does not depend on the last bits of a float
 
 
@@ -32,7 +32,7 @@ def shape(user: str, reply: str | None) -> np.ndarray:
     """Shape of one exchange: log words, characters per word, log punctuation count, question, log reply words."""
     words = max(len(user.split()), 1)
     reply_words = max(len((reply or "").split()), 1)
-    return np.array([math.log(words), len(user) / words, math.log1p(len(PUNCTUATION.findall(user))),
+    return np.array([math.log(words), len(user) / words, math.log1p(len(SHAPE_PUNCTUATION.findall(user))),
                      float("?" in user), math.log(reply_words)])
 
 

@@ -125,3 +125,33 @@ def test_two_families_with_nearly_the_same_constraint_are_one_scenario(tmp_path:
     second["constraints"][0]["text"] = "I left my {item} on the back seat under a blanket so nobody would see it."
     (tmp_path / "bp.yaml").write_text(yaml.safe_dump([first, second], sort_keys=False), encoding="utf-8")
     assert not [p for p in map(str, load_corpus([tmp_path]).problems) if "[near-duplicate]" in p]
+
+
+def test_shape_twins_count_story_turns_of_the_whole_shape() -> None:
+    """A twin matches words, characters per word, punctuation and digits, and question form at once: a
+    turn of the right length but plain, or asking where the placed turn tells, is not one."""
+    from pipeline.blueprints.loader import FillerPool
+    from pipeline.blueprints.stories import shape_twins
+
+    placed = "We parked at bay 14, paid 3.50 for the ticket, and the kids ran ahead to the 2 swings by the lake."
+    turns = [
+        "We stopped at stall 9, paid 4.20 for the coffee, and the twins raced off to the 3 ducks near the pond.",
+        "We walked along the river path and the children ran off towards the bridge near the old mill again.",
+        "Did we stop at stall 9, pay 4.20 for coffee, and let the twins race off to the 3 ducks near the pond?",
+        "We parked at bay 14.",
+    ]
+    pool = FillerPool.model_validate({"topic": "t", "kind": "story",
+                                      "exchanges": [{"user": t, "assistant": LONG} for t in turns]})
+    assert shape_twins(placed, pool) == 1
+
+
+def test_validate_stats_count_placed_turns_with_shape_twins() -> None:
+    from pipeline.blueprints.loader import corpus_summary
+
+    corpus = load_corpus([REPO / "blueprints"])
+    coverage = corpus_summary(corpus)["placed_turns_with_shape_twins"]
+    assert set(coverage) == {"state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery",
+                             "safe_coding"}
+    covered = sum(int(v.split("/")[0]) for v in coverage.values())
+    placed = sum(int(v.split("/")[1]) for v in coverage.values())
+    assert placed > 350 and covered >= 0.9 * placed, coverage

@@ -301,4 +301,20 @@ def corpus_summary(corpus: Corpus) -> dict[str, Any]:
             b.dimension for b in bps if (pool := corpus.fillers.get(b.topic)) is not None and pool.kind == "filler").items())),
         "most_families_per_pool": max(Counter(b.topic for b in bps).values(), default=0),
         "zero_overlap": zero_overlap_share(corpus),
+        "placed_turns_with_shape_twins": _twin_coverage(corpus, bps),
     }
+
+
+def _twin_coverage(corpus: Corpus, bps: list) -> dict[str, str]:
+    """Per dimension, ``"covered/placed"``: placed turns with at least ``SHAPE_TWINS`` story turns of their shape."""
+    from pipeline.blueprints.stories import twin_coverage
+
+    totals: dict[str, list[int]] = {}
+    for b in bps:
+        pool = corpus.fillers.get(b.topic)
+        if pool is not None and pool.kind == "story":
+            covered, placed = twin_coverage(b, pool)
+            entry = totals.setdefault(str(b.dimension), [0, 0])
+            entry[0] += covered
+            entry[1] += placed
+    return {dimension: f"{c}/{n}" for dimension, (c, n) in sorted(totals.items())}

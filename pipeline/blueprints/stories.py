@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pipeline.blueprints.schema import Blueprint
-from pipeline.text import mentions, time_expressions, word_count
+from pipeline.text import SHAPE_PUNCTUATION, mentions, time_expressions, word_count
 
 MIN_STORY_EXCHANGES = 12
 MAX_FAMILIES_PER_STORY = 3
@@ -21,6 +21,7 @@ REPLY_WORDS = (40, 240)  # story replies run 60-160 words; placed turns' replies
 PARITY_MARGIN = 3  # story turns needed on each side of a placed turn's length (and of its form)
 LENGTH_BAND = (0.8, 1.25)  # a story turn "of the same length" as a placed turn: this ratio of its words
 LENGTH_MATCHES = 6  # story user turns (and replies) needed in that band around each placed turn (and reply)
+SHAPE_TWINS = 4  # story user turns a placed turn should have of its whole shape (``validate --stats`` counts them)
 FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "my", "me", "we", "our", "us"})
 
 
@@ -122,3 +123,25 @@ def _rm_problems(bp: Blueprint) -> list[tuple[str, str, str]]:
             if mentions(text, alias):
                 out.append((field, f"contains the answer alias {alias!r}: echoing it would score", "rm-echo"))
     return out
+
+
+def _shape(text: str) -> tuple[int, float, int, bool]:
+    words = max(len(text.split()), 1)
+    return words, len(text) / words, len(SHAPE_PUNCTUATION.findall(text)), "?" in text
+
+
+def shape_twins(text: str, pool) -> int:
+    """Story user turns of ``pool`` shaped like ``text``: 0.8-1.25x its words, characters per word within
+    0.6, punctuation-and-digit count within max(2, 40%), and the same form (question mark or not). A
+    placed turn with few twins is what a classifier over surface shape picks out, however the
+    builder draws the story (``stages/story_shape.py`` draws towards twins; it cannot invent them)."""
+    words, per_word, marks, asks = _shape(text)
+    low, high = LENGTH_BAND
+    return sum(low * words <= w <= high * words and abs(c - per_word) <= 0.6 and abs(p - marks) <= max(2, 0.4 * marks)
+               and q == asks for w, c, p, q in (_shape(ex.user) for ex in pool.exchanges))
+
+
+def twin_coverage(bp: Blueprint, pool) -> tuple[int, int]:
+    """``(placed turns with at least SHAPE_TWINS shape twins in the story, placed turns)``."""
+    placed = placed_turns(bp)
+    return sum(shape_twins(text, pool) >= SHAPE_TWINS for _, text, _ in placed), len(placed)

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.text import TIME_PATTERNS, strip_timestamp, time_expressions  # noqa: F401 (re-exported)
+from pipeline.text import SHAPE_PUNCTUATION, TIME_PATTERNS, strip_timestamp, time_expressions  # noqa: F401 (re-exported)
 
-_PUNCTUATION = re.compile(r"[!,;:\"'\d]")
+_PUNCTUATION = SHAPE_PUNCTUATION
 
 
 @dataclass
