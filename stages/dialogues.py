@@ -36,13 +36,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.blueprints.schema import TIME_FORMAT
+from pipeline.blueprints.schema import TIME_FORMAT, Blueprint
 from pipeline.bounds import CountRange
 from pipeline.hashing import combine, source_digest
 from pipeline.stage import Drop, Item, MapStage, StageContext
 from pipeline.text import mentions, word_count
 from pipeline.vocabulary import DropReason
-from pipeline.blueprints.schema import Blueprint
 from pipeline.blueprints.slots import render
 from pipeline.blueprints.stories import placed_turns
 from stages.generate.fillers import FillerGenerator, FillerParams
@@ -109,7 +108,8 @@ class Dialogues(MapStage):
             return Drop(DropReason.TOO_LITTLE_FILLER, f"topic {bp['topic']!r} has {len(clean)} slot-free exchanges, need {wanted}")
         story = pool.get("kind") == "story"
         if story and self.params.story_choice == "matched":  # a story keeps the order a person would have it in
-            picked = story_shape.weighted_subset(clean, self.shapes.weights(bp["dimension"], exchanges_all), wanted, rng)
+            picked = story_shape.weighted_subset(clean, self.shapes.weights(bp["dimension"], bp["topic"], exchanges_all),
+                                                 wanted, rng)
         elif story and self.params.story_choice == "random":
             picked = sorted(rng.sample(clean, wanted))
         elif story:

@@ -23,17 +23,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pipeline.text import SHAPE_PUNCTUATION
+from pipeline.blueprints.stories import turn_shape
 
 WEIGHT_DIGITS = 6  # weights are rounded so that the draw does not depend on the last bits of a float
 
 
 def shape(user: str, reply: str | None) -> np.ndarray:
     """Shape of one exchange: log words, characters per word, log punctuation count, question, log reply words."""
-    words = max(len(user.split()), 1)
+    words, per_word, marks, asks = turn_shape(user)
     reply_words = max(len((reply or "").split()), 1)
-    return np.array([math.log(words), len(user) / words, math.log1p(len(SHAPE_PUNCTUATION.findall(user))),
-                     float("?" in user), math.log(reply_words)])
+    return np.array([math.log(words), per_word, math.log1p(marks), float(asks), math.log(reply_words)])
 
 
 class ShapeDensity:
@@ -57,9 +56,17 @@ class ShapeMatcher:
         self.cap = cap
         self.placed = {d: ShapeDensity(s, bandwidth) for d, s in placed.items() if s}
         self.story = {d: ShapeDensity(s, bandwidth) for d, s in story.items() if s}
+        self._weights: dict[tuple[str, str], list[float]] = {}
 
-    def weights(self, dimension: str, exchanges: Sequence[dict]) -> list[float]:
-        """One weight per exchange, in ``[1/cap, cap]``; all 1.0 for a dimension with no shapes."""
+    def weights(self, dimension: str, topic: str, exchanges: Sequence[dict]) -> list[float]:
+        """One weight per exchange of the story ``topic`` (computed once per dimension and story), in
+        ``[1/cap, cap]``; all 1.0 for a dimension with no shapes."""
+        key = (dimension, topic)
+        if key not in self._weights:
+            self._weights[key] = self._compute(dimension, exchanges)
+        return self._weights[key]
+
+    def _compute(self, dimension: str, exchanges: Sequence[dict]) -> list[float]:
         target, background = self.placed.get(dimension), self.story.get(dimension)
         if target is None or background is None:
             return [1.0] * len(exchanges)

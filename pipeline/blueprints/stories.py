@@ -125,7 +125,8 @@ def _rm_problems(bp: Blueprint) -> list[tuple[str, str, str]]:
     return out
 
 
-def _shape(text: str) -> tuple[int, float, int, bool]:
+def turn_shape(text: str) -> tuple[int, float, int, bool]:
+    """Surface shape of a user turn: words, characters per word, punctuation-and-digit count, question."""
     words = max(len(text.split()), 1)
     return words, len(text) / words, len(SHAPE_PUNCTUATION.findall(text)), "?" in text
 
@@ -135,10 +136,10 @@ def shape_twins(text: str, pool) -> int:
     0.6, punctuation-and-digit count within max(2, 40%), and the same form (question mark or not). A
     placed turn with few twins is what a classifier over surface shape picks out, however the
     builder draws the story (``stages/story_shape.py`` draws towards twins; it cannot invent them)."""
-    words, per_word, marks, asks = _shape(text)
+    words, per_word, marks, asks = turn_shape(text)
     low, high = LENGTH_BAND
     return sum(low * words <= w <= high * words and abs(c - per_word) <= 0.6 and abs(p - marks) <= max(2, 0.4 * marks)
-               and q == asks for w, c, p, q in (_shape(ex.user) for ex in pool.exchanges))
+               and q == asks for w, c, p, q in (turn_shape(ex.user) for ex in pool.exchanges))
 
 
 def twin_coverage(bp: Blueprint, pool) -> tuple[int, int]:

@@ -14,7 +14,6 @@ Only surface form is read here: nothing a finder sees depends on the row's label
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,8 +22,6 @@ from typing import Any
 import numpy as np
 
 from pipeline.text import SHAPE_PUNCTUATION, TIME_PATTERNS, strip_timestamp, time_expressions  # noqa: F401 (re-exported)
-
-_PUNCTUATION = SHAPE_PUNCTUATION
 
 
 @dataclass
@@ -99,7 +96,7 @@ def _stamp(content: str, cache: TextCache) -> tuple[int | None, str]:
 def _user_features(body: str, cache: TextCache) -> tuple[int, int, bool, int]:
     found = cache.users.get(body)
     if found is None:
-        found = cache.users[body] = (len(body.split()), len(body), "?" in body, len(_PUNCTUATION.findall(body)))
+        found = cache.users[body] = (len(body.split()), len(body), "?" in body, len(SHAPE_PUNCTUATION.findall(body)))
     return found
 
 
