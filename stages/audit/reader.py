@@ -1,9 +1,14 @@
-"""Read the ``pm_*`` and ``explicit_*`` configs of a release through ``datasets``.
+"""Read the ``pm_*``, ``explicit_*`` and ``rm_*`` configs of a release, row by row.
 
-A source is a local release directory (read with ``streaming=True`` straight from its parquet
-files, so long contexts are never copied into the datasets cache) or a Hub dataset id
-(``load_dataset(id, config, revision=...)``, which also works offline from the datasets cache).
-A Hub id with the Hub unreachable and nothing cached fails at once with :class:`AuditSourceError`.
+A source is a local release directory or a Hub dataset id. A local release is read shard by shard
+with ``pyarrow.parquet.ParquetFile.iter_batches`` (the SPEC's ``data/<config>/<split>-*.parquet``
+files as they are, so long contexts are never copied into a cache). The ``pyarrow.dataset`` scanner
+behind ``load_dataset(..., streaming=True)`` is avoided on purpose: its reader threads can outlive
+the interpreter and abort it at exit ("terminate called without an active exception",
+apache/arrow#45214), which made ``triggerbench show`` exit with SIGABRT after printing its row. A Hub
+id goes through ``load_dataset(id, config, revision=...)``, which also works offline from the datasets
+cache; with the Hub unreachable and nothing cached it fails at once with :class:`AuditSourceError`.
+Both paths yield the same plain rows (lists, dicts, strings, ints).
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pyarrow.parquet as pq
 
 from pipeline.hub.offline import endpoint, hub_reachable
 
@@ -38,7 +45,6 @@ class ReleaseSource:
     local: Path | None
     revision: str | None
     configs: tuple[str, ...]
-    parquet_fallback: bool = False
 
     @property
     def name(self) -> str:
@@ -59,16 +65,15 @@ def _audited(names: list[str]) -> tuple[str, ...]:
     return tuple(sorted(n for n in names if n.startswith(AUDITED_PREFIXES)))
 
 
-def _local_configs(directory: Path) -> tuple[tuple[str, ...], bool]:
+def _local_configs(directory: Path) -> tuple[str, ...]:
     """Config names from the card's ``configs:`` YAML, else from ``data/<config>/`` folders."""
     from datasets import get_dataset_config_names
 
     names = _audited(get_dataset_config_names(str(directory))) if (directory / "README.md").exists() else ()
     if names:
-        return names, False
+        return names
     data = directory / "data"
-    folders = _audited([p.name for p in data.iterdir() if p.is_dir()]) if data.is_dir() else ()
-    return folders, True
+    return _audited([p.name for p in data.iterdir() if p.is_dir()]) if data.is_dir() else ()
 
 
 def open_source(source: str | Path, revision: str | None = None) -> ReleaseSource:
@@ -80,10 +85,10 @@ def open_source(source: str | Path, revision: str | None = None) -> ReleaseSourc
             raise AuditSourceError(f"{path} is not a release directory")
         if revision:
             raise AuditSourceError("--revision applies to Hub ids only, not to a release directory")
-        configs, fallback = _local_configs(path.resolve())
+        configs = _local_configs(path.resolve())
         if not configs:
             raise AuditSourceError(f"{path} has no pm_* or explicit_* configs (README.md configs or data/<config>/)")
-        return ReleaseSource(text, path.resolve(), None, configs, fallback)
+        return ReleaseSource(text, path.resolve(), None, configs)
     if not _HUB_ID.match(text):
         raise AuditSourceError(f"{text!r} is neither an existing release directory nor a Hub dataset id (org/name)")
     return _open_hub(text, revision)
@@ -108,30 +113,47 @@ def _open_hub(repo_id: str, revision: str | None) -> ReleaseSource:
     return ReleaseSource(repo_id, None, revision, names)
 
 
-def _splits(release: ReleaseSource, config: str) -> Any:
-    """A mapping split -> (iterable) dataset for one config."""
-    from datasets import load_dataset
-
-    if release.local is None:
-        return load_dataset(release.source, config, revision=release.revision)
-    if not release.parquet_fallback:
-        return load_dataset(str(release.local), config, streaming=True)
-    folder = release.local / "data" / config
-    splits = sorted({m["split"] for p in folder.glob("*.parquet") if (m := _SHARD.match(p.name))})
-    files = {split: str(folder / f"{split}-*.parquet") for split in splits}
-    return load_dataset("parquet", data_files=files, streaming=True)
-
-
 def _split_key(split: str) -> tuple[int, str]:
     return (SPLIT_ORDER.index(split) if split in SPLIT_ORDER else len(SPLIT_ORDER), split)
 
 
-def iter_rows(release: ReleaseSource, config: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield ``(split, row)`` for every row of ``config`` (all splits), audited columns only."""
-    splits = _splits(release, config)
+def _local_shards(release: ReleaseSource, config: str) -> dict[str, list[Path]]:
+    """``split -> shard files`` of one config of a local release, in file order."""
+    assert release.local is not None
+    shards: dict[str, list[Path]] = {}
+    for path in sorted((release.local / "data" / config).glob("*.parquet")):
+        if match := _SHARD.match(path.name):
+            shards.setdefault(match["split"], []).append(path)
+    if not shards:
+        raise AuditSourceError(f"{release.local / 'data' / config} holds no <split>-NNNNN-of-NNNNN.parquet shards")
+    return shards
+
+
+def _local_rows(files: list[Path], columns: tuple[str, ...] | None) -> Iterator[dict[str, Any]]:
+    for path in files:
+        shard = pq.ParquetFile(path)
+        names = shard.schema_arrow.names
+        wanted = names if columns is None else [c for c in columns if c in names]
+        for batch in shard.iter_batches(batch_size=256, columns=wanted):
+            yield from batch.to_pylist()
+
+
+def iter_rows(release: ReleaseSource, config: str,
+              columns: tuple[str, ...] | None = COLUMNS) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``(split, row)`` for every row of ``config`` (all splits, test first).
+
+    ``columns`` picks the columns a row carries (those the release has); None keeps them all.
+    """
+    if release.local is not None:
+        shards = _local_shards(release, config)
+        for split in sorted(shards, key=_split_key):
+            yield from ((split, row) for row in _local_rows(shards[split], columns))
+        return
+    from datasets import load_dataset
+
+    splits = load_dataset(release.source, config, revision=release.revision)
     for split in sorted(splits.keys(), key=_split_key):
         dataset = splits[split]
-        present = dataset.column_names
-        if present:
-            dataset = dataset.select_columns([c for c in COLUMNS if c in present])
+        if columns is not None:
+            dataset = dataset.select_columns([c for c in columns if c in dataset.column_names])
         yield from ((split, row) for row in dataset)

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.text import strip_timestamp, timestamp_of
-from stages.audit.reader import AuditSourceError, ReleaseSource, _splits, open_source
+from stages.audit.reader import AuditSourceError, ReleaseSource, iter_rows, open_source
 WIDTH = 100
 
 
@@ -39,18 +39,8 @@ def config_of(row_id: str) -> str:
 
 
 def find_row(release: ReleaseSource, config: str, row_id: str) -> dict[str, Any] | None:
-    """The row ``row_id`` of ``config``, or None.
-
-    Every split is read to its end: a streaming parquet reader left suspended mid-file keeps
-    arrow's read-ahead threads alive, and the interpreter then aborts at exit
-    ("terminate called without an active exception").
-    """
-    found = None
-    for dataset in _splits(release, config).values():
-        for row in dataset:
-            if found is None and row["id"] == row_id:
-                found = row
-    return found
+    """The row ``row_id`` of ``config`` with all its columns, or None."""
+    return next((row for _, row in iter_rows(release, config, columns=None) if row["id"] == row_id), None)
 
 
 def _marks(row: dict[str, Any]) -> dict[int, str]:
@@ -101,14 +91,9 @@ def render(row: dict[str, Any], full: bool = False) -> list[str]:
 def twins(release: ReleaseSource, row: dict[str, Any]) -> list[str]:
     """Ids of the other rows of the same blueprint in every config, as ``config: id``."""
     blueprint = row.get("blueprint_id")
-    found = []
-    for config in release.configs:
-        for dataset in _splits(release, config).values():
-            columns = [c for c in ("id", "blueprint_id") if c in dataset.column_names]
-            for other in dataset.select_columns(columns):
-                if other.get("blueprint_id") == blueprint and other["id"] != row["id"]:
-                    found.append(f"{config}: {other['id']}")
-    return found
+    return [f"{config}: {other['id']}" for config in release.configs
+            for _, other in iter_rows(release, config, columns=("id", "blueprint_id"))
+            if other.get("blueprint_id") == blueprint and other["id"] != row["id"]]
 
 
 def run(args: argparse.Namespace) -> int:
