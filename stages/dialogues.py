@@ -69,7 +69,9 @@ class DialogueParams(BaseModel):
     # (those nearest the row's own constraint in length)
     story_choice: Literal["matched", "random", "closest"] = "matched"
     shape_bandwidth: float = Field(1.0, gt=0, description="kernel bandwidth of the shape densities (x Scott's rule)")
-    shape_weight_cap: float = Field(20.0, ge=1, description="largest (and 1/smallest) weight of a story exchange")
+    # 100 rather than 20: with tight shape twins in the stories, a wider range lets the draw take them (release
+    # audit of 90b7e0f: failing shortcut cells 23 -> 14, logical adherence's learned_form 0.30 -> 0.25)
+    shape_weight_cap: float = Field(100.0, ge=1, description="largest (and 1/smallest) weight of a story exchange")
     timing: TimingParams = TimingParams()
     llm: FillerParams = FillerParams()
 
