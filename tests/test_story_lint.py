@@ -145,6 +145,37 @@ def test_shape_twins_count_story_turns_of_the_whole_shape() -> None:
     assert shape_twins(placed, pool) == 1
 
 
+def test_tight_twins_need_the_density_and_count_those_at_or_above_it() -> None:
+    """A tight twin has the placed turn's characters per word within 0.3 (here 9.27): a shape twin 0.45 sparser
+    counts as a shape twin only; the plain turn is neither; tight twins split at the turn's own density."""
+    from pipeline.blueprints.loader import FillerPool
+    from pipeline.blueprints.stories import shape_twins, tight_twins
+
+    placed = "`CommentBody.tsx` now renders `marked()` output through `dangerouslySetInnerHTML` for the recipe page."
+    turns = [
+        "`RecipeCardView.tsx` now formats `quantity()` output through `Intl.NumberFormat` for the ingredient list.",  # 9.55
+        "`UnitsToggle.tsx` now persists `unitPreference` through `localStorage` across the whole recipe site.",  # 9.09
+        "`ShareButtonBar.tsx` still copies `window.location.href` into the clipboard on every recipe page.",  # 8.82
+        "The page now shows the parser output for all our old recipes.",  # 5.08
+    ]
+    pool = FillerPool.model_validate({"topic": "t", "kind": "story",
+                                      "exchanges": [{"user": t, "assistant": LONG} for t in turns]})
+    assert shape_twins(placed, pool) == 3
+    assert tight_twins(placed, pool) == (2, 1)
+
+
+def test_every_safe_coding_and_state_tracking_constraint_has_tight_twins_on_both_sides() -> None:
+    """The stories of these two dimensions were given twins of their constraints' density (the audit's learned
+    finder located SC constraints in 42% of rows by characters per word before); a new seed or story edit
+    that drops below shows here and in ``validate --stats``."""
+    from pipeline.blueprints.loader import corpus_summary
+
+    coverage = corpus_summary(load_corpus([REPO / "blueprints"]))["constraint_turns_with_tight_twins"]
+    for dimension in ("safe_coding", "state_tracking"):
+        covered, total = map(int, coverage[dimension].split("/"))
+        assert total > 20 and covered == total, coverage
+
+
 def test_validate_stats_count_placed_turns_with_shape_twins() -> None:
     from pipeline.blueprints.loader import corpus_summary
 

@@ -302,18 +302,20 @@ def corpus_summary(corpus: Corpus) -> dict[str, Any]:
         "most_families_per_pool": max(Counter(b.topic for b in bps).values(), default=0),
         "zero_overlap": zero_overlap_share(corpus),
         "placed_turns_with_shape_twins": _twin_coverage(corpus, bps),
+        "constraint_turns_with_tight_twins": _twin_coverage(corpus, bps, tight=True),
     }
 
 
-def _twin_coverage(corpus: Corpus, bps: list) -> dict[str, str]:
-    """Per dimension, ``"covered/placed"``: placed turns with at least ``SHAPE_TWINS`` story turns of their shape."""
-    from pipeline.blueprints.stories import twin_coverage
+def _twin_coverage(corpus: Corpus, bps: list, tight: bool = False) -> dict[str, str]:
+    """Per dimension, ``"covered/placed"``: placed turns with at least ``SHAPE_TWINS`` story turns of their shape
+    (``tight``: constraint turns with tight twins on both sides, ``stories.tight_coverage``)."""
+    from pipeline.blueprints.stories import tight_coverage, twin_coverage
 
     totals: dict[str, list[int]] = {}
     for b in bps:
         pool = corpus.fillers.get(b.topic)
         if pool is not None and pool.kind == "story":
-            covered, placed = twin_coverage(b, pool)
+            covered, placed = (tight_coverage if tight else twin_coverage)(b, pool)
             entry = totals.setdefault(str(b.dimension), [0, 0])
             entry[0] += covered
             entry[1] += placed

@@ -22,6 +22,8 @@ PARITY_MARGIN = 3  # story turns needed on each side of a placed turn's length (
 LENGTH_BAND = (0.8, 1.25)  # a story turn "of the same length" as a placed turn: this ratio of its words
 LENGTH_MATCHES = 6  # story user turns (and replies) needed in that band around each placed turn (and reply)
 SHAPE_TWINS = 4  # story user turns a placed turn should have of its whole shape (``validate --stats`` counts them)
+TIGHT_CPW = 0.3  # a tight twin of a constraint turn: characters per word within this (the learned finder's cue)
+TIGHT_ABOVE = 2  # ... and this many tight twins at or above the constraint's characters per word
 FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "my", "me", "we", "our", "us"})
 
 
@@ -140,6 +142,28 @@ def shape_twins(text: str, pool) -> int:
     low, high = LENGTH_BAND
     return sum(low * words <= w <= high * words and abs(c - per_word) <= 0.6 and abs(p - marks) <= max(2, 0.4 * marks)
                and q == asks for w, c, p, q in (turn_shape(ex.user) for ex in pool.exchanges))
+
+
+def tight_twins(text: str, pool) -> tuple[int, int]:
+    """``(tight twins, those at or above text's characters per word)`` among ``pool``'s user turns: a shape twin
+    (see :func:`shape_twins`) whose characters per word is within ``TIGHT_CPW``. A constraint turn dense with
+    names, numbers or identifiers is often the highest characters-per-word turn of its row; a classifier
+    over words and characters finds it there unless the story holds turns of that density on both sides."""
+    words, per_word, marks, asks = turn_shape(text)
+    low, high = LENGTH_BAND
+    tight = [c for w, c, p, q in (turn_shape(ex.user) for ex in pool.exchanges)
+             if low * words <= w <= high * words and abs(c - per_word) <= TIGHT_CPW
+             and abs(p - marks) <= max(2, 0.4 * marks) and q == asks]
+    return len(tight), sum(c >= per_word for c in tight)
+
+
+def tight_coverage(bp: Blueprint, pool) -> tuple[int, int]:
+    """``(constraint turns with SHAPE_TWINS tight twins, TIGHT_ABOVE of them at or above it, constraint turns)``,
+    slots filled with their first alternatives (identifiers and names are what set the density)."""
+    from pipeline.blueprints.slots import render
+
+    counts = [tight_twins(c.text, pool) for c in render(bp).constraints]
+    return sum(n >= SHAPE_TWINS and above >= TIGHT_ABOVE for n, above in counts), len(counts)
 
 
 def twin_coverage(bp: Blueprint, pool) -> tuple[int, int]:
