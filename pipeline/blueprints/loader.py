@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -285,6 +286,8 @@ def corpus_summary(corpus: Corpus) -> dict[str, Any]:
     and story-pool use (for ``validate --stats``)."""
     from collections import Counter
 
+    from pipeline.blueprints.stories import tight_coverage, twin_coverage  # stories imports this module
+
     bps = [s.blueprint for s in corpus.blueprints]
     return {
         "blueprints": len(bps),
@@ -301,21 +304,19 @@ def corpus_summary(corpus: Corpus) -> dict[str, Any]:
             b.dimension for b in bps if (pool := corpus.fillers.get(b.topic)) is not None and pool.kind == "filler").items())),
         "most_families_per_pool": max(Counter(b.topic for b in bps).values(), default=0),
         "zero_overlap": zero_overlap_share(corpus),
-        "placed_turns_with_shape_twins": _twin_coverage(corpus, bps),
-        "constraint_turns_with_tight_twins": _twin_coverage(corpus, bps, tight=True),
+        "placed_turns_with_shape_twins": _twin_coverage(corpus, bps, twin_coverage),
+        "constraint_turns_with_tight_twins": _twin_coverage(corpus, bps, tight_coverage),
     }
 
 
-def _twin_coverage(corpus: Corpus, bps: list, tight: bool = False) -> dict[str, str]:
-    """Per dimension, ``"covered/placed"``: placed turns with at least ``SHAPE_TWINS`` story turns of their shape
-    (``tight``: constraint turns with tight twins on both sides, ``stories.tight_coverage``)."""
-    from pipeline.blueprints.stories import tight_coverage, twin_coverage
-
+def _twin_coverage(corpus: Corpus, bps: list, coverage: Callable[[Any, Any], tuple[int, int]]) -> dict[str, str]:
+    """Per dimension, ``"covered/counted"`` summed from ``coverage(blueprint, story pool)``
+    (``stories.twin_coverage`` or ``stories.tight_coverage``)."""
     totals: dict[str, list[int]] = {}
     for b in bps:
         pool = corpus.fillers.get(b.topic)
         if pool is not None and pool.kind == "story":
-            covered, placed = (tight_coverage if tight else twin_coverage)(b, pool)
+            covered, placed = coverage(b, pool)
             entry = totals.setdefault(str(b.dimension), [0, 0])
             entry[0] += covered
             entry[1] += placed

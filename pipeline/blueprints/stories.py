@@ -133,15 +133,22 @@ def turn_shape(text: str) -> tuple[int, float, int, bool]:
     return words, len(text) / words, len(SHAPE_PUNCTUATION.findall(text)), "?" in text
 
 
+def _twin_densities(text: str, pool, per_word_tolerance: float) -> list[float]:
+    """Characters per word of ``pool``'s user turns shaped like ``text``: 0.8-1.25x its words, characters per
+    word within ``per_word_tolerance``, punctuation-and-digit count within max(2, 40%), the same form."""
+    words, per_word, marks, asks = turn_shape(text)
+    low, high = LENGTH_BAND
+    return [c for w, c, p, q in (turn_shape(ex.user) for ex in pool.exchanges)
+            if low * words <= w <= high * words and abs(c - per_word) <= per_word_tolerance
+            and abs(p - marks) <= max(2, 0.4 * marks) and q == asks]
+
+
 def shape_twins(text: str, pool) -> int:
     """Story user turns of ``pool`` shaped like ``text``: 0.8-1.25x its words, characters per word within
     0.6, punctuation-and-digit count within max(2, 40%), and the same form (question mark or not). A
     placed turn with few twins is what a classifier over surface shape picks out, however the
     builder draws the story (``stages/story_shape.py`` draws towards twins; it cannot invent them)."""
-    words, per_word, marks, asks = turn_shape(text)
-    low, high = LENGTH_BAND
-    return sum(low * words <= w <= high * words and abs(c - per_word) <= 0.6 and abs(p - marks) <= max(2, 0.4 * marks)
-               and q == asks for w, c, p, q in (turn_shape(ex.user) for ex in pool.exchanges))
+    return len(_twin_densities(text, pool, 0.6))
 
 
 def tight_twins(text: str, pool) -> tuple[int, int]:
@@ -149,11 +156,8 @@ def tight_twins(text: str, pool) -> tuple[int, int]:
     (see :func:`shape_twins`) whose characters per word is within ``TIGHT_CPW``. A constraint turn dense with
     names, numbers or identifiers is often the highest characters-per-word turn of its row; a classifier
     over words and characters finds it there unless the story holds turns of that density on both sides."""
-    words, per_word, marks, asks = turn_shape(text)
-    low, high = LENGTH_BAND
-    tight = [c for w, c, p, q in (turn_shape(ex.user) for ex in pool.exchanges)
-             if low * words <= w <= high * words and abs(c - per_word) <= TIGHT_CPW
-             and abs(p - marks) <= max(2, 0.4 * marks) and q == asks]
+    per_word = turn_shape(text)[1]
+    tight = _twin_densities(text, pool, TIGHT_CPW)
     return len(tight), sum(c >= per_word for c in tight)
 
 

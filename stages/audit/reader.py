@@ -117,15 +117,14 @@ def _split_key(split: str) -> tuple[int, str]:
     return (SPLIT_ORDER.index(split) if split in SPLIT_ORDER else len(SPLIT_ORDER), split)
 
 
-def _local_shards(release: ReleaseSource, config: str) -> dict[str, list[Path]]:
-    """``split -> shard files`` of one config of a local release, in file order."""
-    assert release.local is not None
+def _local_shards(folder: Path) -> dict[str, list[Path]]:
+    """``split -> shard files`` of one config folder of a local release, in file order."""
     shards: dict[str, list[Path]] = {}
-    for path in sorted((release.local / "data" / config).glob("*.parquet")):
+    for path in sorted(folder.glob("*.parquet")):
         if match := _SHARD.match(path.name):
             shards.setdefault(match["split"], []).append(path)
     if not shards:
-        raise AuditSourceError(f"{release.local / 'data' / config} holds no <split>-NNNNN-of-NNNNN.parquet shards")
+        raise AuditSourceError(f"{folder} holds no <split>-NNNNN-of-NNNNN.parquet shards")
     return shards
 
 
@@ -145,7 +144,7 @@ def iter_rows(release: ReleaseSource, config: str,
     ``columns`` picks the columns a row carries (those the release has); None keeps them all.
     """
     if release.local is not None:
-        shards = _local_shards(release, config)
+        shards = _local_shards(release.local / "data" / config)
         for split in sorted(shards, key=_split_key):
             yield from ((split, row) for row in _local_rows(shards[split], columns))
         return
