@@ -1,10 +1,14 @@
-"""Shared fixtures: paths to the repo and to ``../shared/data``, and one full default build.
+"""Shared fixtures: paths to the repo and to ``../shared/data``, and the two releases a run shares.
 
 Under pytest-xdist (``make test`` runs ``-n logical``) every worker is its own process, so a
-session fixture would run once per worker. The default build is instead made once per run:
-when a selected test needs it, the first worker to take a file lock starts the build in the
-background, in a directory all workers share, and every worker's ``default_build`` waits for
-that one build's result. Tests that need it run last, so the others run meanwhile.
+session fixture would run once per worker. The shared builds are instead made once per run:
+when a selected test needs one, the first worker to take its file lock starts it in the
+background, in a directory all workers share, and every worker's fixture waits for that one
+build's result. Tests that need a build run last, so the others run meanwhile.
+
+- ``default_build``: the default release (``configs/default.yaml``, every blueprint, every length).
+- ``small_build``: two seeds per dimension, two scaled blueprints each, 20K long contexts: the
+  release that determinism, crash-resume and eval tests need, built in about half a minute.
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ import json
 import os
 import subprocess
 import sys
+import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 from filelock import FileLock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,7 +60,7 @@ def shared_tmp(factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-# A child process that runs the default build and then writes ``result.json`` (atomically).
+# A child process that runs one build and then writes ``result.json`` (atomically).
 _BUILD_SCRIPT = """
 import json, os, subprocess, sys
 root, args = sys.argv[1], sys.argv[2:]
@@ -61,18 +68,53 @@ try:
     done = subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, timeout=%d)
     result = {"returncode": done.returncode, "output": done.stdout + done.stderr}
 except subprocess.TimeoutExpired as exc:
-    result = {"returncode": -1, "output": f"the default build did not finish within {exc.timeout} s"}
+    result = {"returncode": -1, "output": f"the build did not finish within {exc.timeout} s"}
 with open(os.path.join(root, "result.tmp"), "w", encoding="utf-8") as handle:
     json.dump(result, handle)
 os.replace(os.path.join(root, "result.tmp"), os.path.join(root, "result.json"))
 """ % BUILD_TIMEOUT
 
 
-class DefaultBuild:
-    """The one default build of a test run, in ``<shared tmp>/default_build``."""
+def small_corpus(root: Path, shared_data: Path = SHARED_DATA, lengths: tuple[int, ...] = (20000,)) -> Path:
+    """Write a small build's inputs under ``root``: two seeds per dimension (one ``flip_trigger`` and one
+    ``flip_state`` for logical adherence) with every story and filler pool, and a config that scales each
+    seed twice and stretches to ``lengths``. Returns the config file; build it with ``--limit 10``."""
+    source, target = REPO / "blueprints", root / "blueprints"
+    shutil.copytree(source / "fillers", target / "fillers")
+    shutil.copytree(source / "stories", target / "stories")
+    for dimension in ("attention_recovery", "safe_coding", "state_tracking", "temporal_grounding"):
+        (target / dimension).mkdir()
+        for path in sorted((source / dimension).glob("*.yaml"))[:2]:
+            shutil.copy(path, target / dimension / path.name)
+    (target / "logical_adherence").mkdir()
+    for kind in ("flip_trigger", "flip_state"):
+        path = next(p for p in sorted((source / "logical_adherence").glob("*.yaml")) if f"kind: {kind}" in p.read_text())
+        shutil.copy(path, target / "logical_adherence" / path.name)
+    config = yaml.safe_load((REPO / "configs" / "default.yaml").read_text())
+    config.update(blueprints="blueprints")
+    config["stages"]["scale"]["max_per_seed"] = 2
+    config["distractors"].update(dir=str(shared_data), lengths=list(lengths))
+    (root / "config.yaml").write_text(yaml.safe_dump(config))
+    return root / "config.yaml"
 
-    def __init__(self, factory: pytest.TempPathFactory) -> None:
-        self.root = shared_tmp(factory) / "default_build"
+
+def _default_args(root: Path) -> list[str]:
+    return ["build", *config_args(), "--out", str(root / "releases"), "--cache-dir", str(root / "cache")]
+
+
+def _small_args(root: Path) -> list[str]:
+    config = small_corpus(root)
+    return ["build", "--config", str(config), "--limit", "10", "--out", str(root / "releases"),
+            "--cache-dir", str(root / "cache")]
+
+
+class SharedBuild:
+    """One build of a test run, in ``<shared tmp>/<name>``: ``prepare(root)`` writes its inputs there and
+    returns the CLI arguments; the release goes to ``root/releases`` and its cache to ``root/cache``."""
+
+    def __init__(self, factory: pytest.TempPathFactory, name: str, prepare: Callable[[Path], list[str]]) -> None:
+        self.name, self.prepare = name, prepare
+        self.root = shared_tmp(factory) / name
         self.out, self.cache = self.root / "releases", self.root / "cache"
         self.process: subprocess.Popen | None = None
 
@@ -83,7 +125,7 @@ class DefaultBuild:
             if self.root.exists():
                 return
             self.root.mkdir()
-            args = ["build", "--out", str(self.out), "--cache-dir", str(self.cache), *config_args()]
+            args = self.prepare(self.root)
             self.process = subprocess.Popen([sys.executable, "-c", _BUILD_SCRIPT, str(self.root), *args], cwd=REPO,
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -94,14 +136,15 @@ class DefaultBuild:
         deadline = time.monotonic() + BUILD_TIMEOUT + 60
         while not result_file.exists():
             if time.monotonic() > deadline:
-                pytest.fail(f"the default build wrote no {result_file} in time")
+                pytest.fail(f"the {self.name} wrote no {result_file} in time")
             time.sleep(0.5)
         result = json.loads(result_file.read_text(encoding="utf-8"))
         assert result["returncode"] == 0, result["output"][-4000:]
         releases = [p for p in self.out.iterdir() if p.is_dir() and not p.name.startswith(".")]
         assert len(releases) == 1
+        config = self.root / "config.yaml"
         return {"release": releases[0], "out": self.out, "cache": self.cache, "output": result["output"],
-                "root": self.root}
+                "root": self.root, "config": config if config.exists() else None}
 
     def finish(self) -> None:
         """At the end of this worker's session: let a build it started finish (others may wait for it)."""
@@ -114,19 +157,28 @@ class DefaultBuild:
                 raise
 
 
+SHARED_BUILDS = {"default_build": _default_args, "small_build": _small_args}
+
+
+def _needs(item: pytest.Item) -> bool:
+    return any(name in getattr(item, "fixturenames", ()) for name in SHARED_BUILDS)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that need the default build go last (a stable sort: the same order in every worker)."""
-    items.sort(key=lambda item: "default_build" in getattr(item, "fixturenames", ()))
+    """Tests that need a shared build go last (a stable sort: the same order in every worker)."""
+    items.sort(key=_needs)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _default_build_starter(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """Start the default build before the first test when any selected test needs it."""
-    builder = DefaultBuild(tmp_path_factory)
-    if any("default_build" in item.fixturenames for item in request.session.items):
-        builder.start()
-    yield builder
-    builder.finish()
+def _shared_builds(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Start each shared build before the first test when any selected test needs it."""
+    builds = {name: SharedBuild(tmp_path_factory, name, prepare) for name, prepare in SHARED_BUILDS.items()}
+    for name, build in builds.items():
+        if any(name in item.fixturenames for item in request.session.items):
+            build.start()
+    yield builds
+    for build in builds.values():
+        build.finish()
 
 
 @pytest.fixture(scope="session")
@@ -137,6 +189,12 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
-def default_build(_default_build_starter: DefaultBuild) -> dict:
+def default_build(_shared_builds: dict[str, SharedBuild]) -> dict:
     """The default release, built once per test run (shared by all xdist workers) with its own cache."""
-    return _default_build_starter.wait()
+    return _shared_builds["default_build"].wait()
+
+
+@pytest.fixture(scope="session")
+def small_build(_shared_builds: dict[str, SharedBuild]) -> dict:
+    """The small release (``small_corpus``), built once per test run; ``config`` is its config file."""
+    return _shared_builds["small_build"].wait()

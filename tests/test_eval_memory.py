@@ -1,6 +1,6 @@
 """``triggerbench eval --memory``: RAG and Letta-Sim over real HTTP on a small real release.
 
-The release is the one of tests/test_eval_run.py (two seeds per dimension, pm_base and pm_20k).
+The release is the run's small release (tests/conftest.py: two seeds per dimension, pm_base and pm_20k).
 The scripted model always answers silently and the scripted judge says NO: accuracy is not the
 point here, what the memory put in front of the model is. Expected retrieval sets are computed
 here with numpy from the bundled embedding model's vectors, not by the code under test.
@@ -19,19 +19,19 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.servers.scripted import Reply, ScriptedServer
-from tests.test_eval_run import build_small_release, _rows
+from tests.test_eval_run import _rows
 
 pytestmark = pytest.mark.slow
 
 SILENT = "Happy to help with that."
 CURATOR_MARK = "You maintain the core memory"
 MEM0_MARK = "Memory Extractor"
-LIMIT = "12"
+LIMIT = "6"
 
 
 @pytest.fixture(scope="module")
-def release(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
-    return build_small_release(tmp_path_factory.mktemp("memory_release"), shared_data)
+def release(small_build: dict) -> Path:
+    return small_build["release"]
 
 
 def _bundled_vectors(texts: list[str]) -> np.ndarray:

@@ -1,6 +1,6 @@
 """``triggerbench eval`` end to end over real HTTP on a small real release.
 
-The release is built once for the module from the repo's own blueprints (two seeds per
+The release is the run's small release (tests/conftest.py: the repo's own blueprints, two seeds per
 dimension; for logical adherence one flipped-trigger and one flipped-state negative) with
 ``--limit``. A scripted server answers the evaluated model by fixed rules keyed on the row's
 user turns, and plays a scripted judge:
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +27,6 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from tests.conftest import REPO, run_cli
 from tests.servers.llama import LlamaServer
@@ -42,37 +40,10 @@ SILENT = "Happy to help with that."
 PARAPHRASE = "PARAPHRASE of the fact"
 
 
-def _pick_blueprints(target: Path) -> None:
-    source = REPO / "blueprints"
-    shutil.copytree(source / "fillers", target / "fillers")
-    shutil.copytree(source / "stories", target / "stories")
-    for dimension in ("attention_recovery", "safe_coding", "state_tracking", "temporal_grounding"):
-        (target / dimension).mkdir()
-        for path in sorted((source / dimension).glob("*.yaml"))[:2]:
-            shutil.copy(path, target / dimension / path.name)
-    (target / "logical_adherence").mkdir()
-    for kind in ("flip_trigger", "flip_state"):
-        path = next(p for p in sorted((source / "logical_adherence").glob("*.yaml")) if f"kind: {kind}" in p.read_text())
-        shutil.copy(path, target / "logical_adherence" / path.name)
-
-
 @pytest.fixture(scope="module")
-def release(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
-    return build_small_release(tmp_path_factory.mktemp("eval_release"), shared_data)
-
-
-def build_small_release(root: Path, shared_data: Path) -> Path:
-    """A ``--limit 10`` release of two seeds per dimension (20K long contexts), built through the CLI."""
-    _pick_blueprints(root / "blueprints")
-    config = yaml.safe_load((REPO / "configs" / "default.yaml").read_text())
-    config.update(blueprints="blueprints")
-    config["stages"]["scale"]["max_per_seed"] = 2
-    config["distractors"].update(dir=str(shared_data), lengths=[20000])
-    (root / "config.yaml").write_text(yaml.safe_dump(config))
-    result = run_cli("build", "--config", str(root / "config.yaml"), "--limit", "10", "--out", str(root / "out"),
-                     "--cache-dir", str(root / "cache"))
-    assert result.returncode == 0, result.stderr[-3000:]
-    return root / "out" / "0.1.0"
+def release(small_build: dict) -> Path:
+    """The run's small release (tests/conftest.py: two seeds per dimension, 20K long contexts)."""
+    return small_build["release"]
 
 
 def _rows(release: Path, config: str) -> list[dict[str, Any]]:
@@ -354,8 +325,8 @@ def test_sigkill_then_resume_gives_identical_results(release: Path, tmp_path: Pa
 
 @pytest.mark.llm
 def test_llama_cpp_smollm2_run_completes_and_reruns_offline(release: Path, tmp_path: Path) -> None:
-    """The real protocol: SmolLM2 answers and judges 20 pm_base rows; a rerun sends 0 requests."""
-    args = ["--config", "pm_base", "--limit", "20", "--max-tokens", "96", "--concurrency", "1"]
+    """The real protocol: SmolLM2 answers and judges 6 pm_base rows; a rerun sends 0 requests."""
+    args = ["--config", "pm_base", "--limit", "6", "--max-tokens", "96", "--concurrency", "1"]
     with LlamaServer(n_ctx=8192) as server:  # base dialogues are ~2.8K SmolLM2 tokens
         command = ["eval", str(release), "--model", server.model, "--base-url", server.base_url, "--out", str(tmp_path / "run")]
         first = run_cli(*command, *args, timeout=1500)
@@ -364,8 +335,8 @@ def test_llama_cpp_smollm2_run_completes_and_reruns_offline(release: Path, tmp_p
     assert second.returncode == 0
     assert "model requests sent     0" in second.stdout and "judge requests sent     0" in second.stdout, second.stdout
     lines = pq.read_table(tmp_path / "run" / "responses.parquet").to_pylist()
-    assert len(lines) == 20
+    assert len(lines) == 6
     for line in lines:
         assert line["verdict"] in ("YES", "NO") or (line["status"] == "failed" and line["failure"]), line
     results = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert results["rows"]["total"] == 20 and results["judge_model"] == server.model
+    assert results["rows"]["total"] == 6 and results["judge_model"] == server.model
