@@ -265,9 +265,11 @@ def test_llm_rm_probes_are_verified_by_an_oracle_or_fall_back(tmp_path: Path) ->
 
 
 def build_config(tmp_path: Path, **stages: Any) -> Path:
-    """The default config with smaller LLM settings (absolute blueprint path)."""
+    """The default config with smaller LLM settings (absolute blueprint path) and one long context (20K):
+    these builds test the LLM stages, which run before the stretch."""
     config = yaml.safe_load((REPO / "configs" / "default.yaml").read_text(encoding="utf-8"))
     config["blueprints"] = str(BLUEPRINTS)
+    config["distractors"]["lengths"] = [20000]
     for name, params in stages.items():
         config["stages"][name] = {**(config["stages"].get(name) or {}), **params}
     path = tmp_path / "config.yaml"

@@ -33,6 +33,7 @@ def _rows(release: Path, config: str) -> list[dict]:
     return [row for path in sorted((release / "data" / config).glob("*.parquet")) for row in pq.read_table(path).to_pylist()]
 
 
+@pytest.mark.slow  # a real build
 def test_block_follows_the_reply_to_the_last_constraint_side_turn(smoke_release: Path) -> None:
     long_configs = sorted(p.name for p in (smoke_release / "data").iterdir() if re.fullmatch(r"(pm|rm|explicit)_\d+k", p.name))
     assert "pm_20k" in long_configs
@@ -51,6 +52,7 @@ def test_block_follows_the_reply_to_the_last_constraint_side_turn(smoke_release:
                 assert first == row["constraint_turns"][0] + 4 or row["injected_turns"][-1] == len(roles) - 2, row["id"]
 
 
+@pytest.mark.slow  # a real build
 def test_injected_turns_are_spread_like_a_person_typing(smoke_release: Path) -> None:
     """Few injected user turns share a minute, and the block of a longer context spans longer."""
     spans: dict[str, list[float]] = {}

@@ -68,6 +68,7 @@ def _finder_hits(blueprints: list[dict], fillers: list[dict], choice: str) -> di
     return hits
 
 
+@pytest.mark.slow  # the whole corpus through the dialogues stage, twice
 def test_matched_choice_hides_the_constraint_from_a_shape_classifier(real_corpus) -> None:
     """The learned shape finder finds the constraint less often among matched story turns than among a
     random ordered subset, in every dimension (measured on this corpus, two renderings per seed: 1.13 vs
