@@ -75,10 +75,10 @@ os.replace(os.path.join(root, "result.tmp"), os.path.join(root, "result.json"))
 """ % BUILD_TIMEOUT
 
 
-def small_corpus(root: Path, shared_data: Path = SHARED_DATA, lengths: tuple[int, ...] = (20000,)) -> Path:
+def small_corpus(root: Path) -> Path:
     """Write a small build's inputs under ``root``: two seeds per dimension (one ``flip_trigger`` and one
     ``flip_state`` for logical adherence) with every story and filler pool, and a config that scales each
-    seed twice and stretches to ``lengths``. Returns the config file; build it with ``--limit 10``."""
+    seed twice and stretches to 20K. Returns the config file."""
     source, target = REPO / "blueprints", root / "blueprints"
     shutil.copytree(source / "fillers", target / "fillers")
     shutil.copytree(source / "stories", target / "stories")
@@ -93,27 +93,25 @@ def small_corpus(root: Path, shared_data: Path = SHARED_DATA, lengths: tuple[int
     config = yaml.safe_load((REPO / "configs" / "default.yaml").read_text())
     config.update(blueprints="blueprints")
     config["stages"]["scale"]["max_per_seed"] = 2
-    config["distractors"].update(dir=str(shared_data), lengths=list(lengths))
+    config["distractors"].update(dir=str(SHARED_DATA), lengths=[20000])
     (root / "config.yaml").write_text(yaml.safe_dump(config))
     return root / "config.yaml"
 
 
-def _default_args(root: Path) -> list[str]:
-    return ["build", *config_args(), "--out", str(root / "releases"), "--cache-dir", str(root / "cache")]
-
-
-def _small_args(root: Path) -> list[str]:
-    config = small_corpus(root)
-    return ["build", "--config", str(config), "--limit", "10", "--out", str(root / "releases"),
-            "--cache-dir", str(root / "cache")]
+def release_in(out: Path) -> Path:
+    """The one release directory a build wrote under ``out`` (staging directories start with a dot)."""
+    (release,) = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return release
 
 
 class SharedBuild:
-    """One build of a test run, in ``<shared tmp>/<name>``: ``prepare(root)`` writes its inputs there and
-    returns the CLI arguments; the release goes to ``root/releases`` and its cache to ``root/cache``."""
+    """One build of a test run, in ``<shared tmp>/<name>``: ``prepare(root)`` (if any) writes its inputs there,
+    ``args(root)`` are the arguments that choose them (``build ARGS``, which a test can rerun with its own
+    ``--out`` and ``--cache-dir``); the release goes to ``root/releases`` and its cache to ``root/cache``."""
 
-    def __init__(self, factory: pytest.TempPathFactory, name: str, prepare: Callable[[Path], list[str]]) -> None:
-        self.name, self.prepare = name, prepare
+    def __init__(self, factory: pytest.TempPathFactory, name: str, args: Callable[[Path], list[str]],
+                 prepare: Callable[[Path], object] | None = None) -> None:
+        self.name, self.args, self.prepare = name, args, prepare
         self.root = shared_tmp(factory) / name
         self.out, self.cache = self.root / "releases", self.root / "cache"
         self.process: subprocess.Popen | None = None
@@ -125,7 +123,9 @@ class SharedBuild:
             if self.root.exists():
                 return
             self.root.mkdir()
-            args = self.prepare(self.root)
+            if self.prepare is not None:
+                self.prepare(self.root)
+            args = ["build", *self.args(self.root), "--out", str(self.out), "--cache-dir", str(self.cache)]
             self.process = subprocess.Popen([sys.executable, "-c", _BUILD_SCRIPT, str(self.root), *args], cwd=REPO,
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -140,11 +140,8 @@ class SharedBuild:
             time.sleep(0.5)
         result = json.loads(result_file.read_text(encoding="utf-8"))
         assert result["returncode"] == 0, result["output"][-4000:]
-        releases = [p for p in self.out.iterdir() if p.is_dir() and not p.name.startswith(".")]
-        assert len(releases) == 1
-        config = self.root / "config.yaml"
-        return {"release": releases[0], "out": self.out, "cache": self.cache, "output": result["output"],
-                "root": self.root, "config": config if config.exists() else None}
+        return {"release": release_in(self.out), "out": self.out, "cache": self.cache, "output": result["output"],
+                "root": self.root, "args": self.args(self.root)}
 
     def finish(self) -> None:
         """At the end of this worker's session: let a build it started finish (others may wait for it)."""
@@ -157,7 +154,11 @@ class SharedBuild:
                 raise
 
 
-SHARED_BUILDS = {"default_build": _default_args, "small_build": _small_args}
+# name -> (arguments, input writer)
+SHARED_BUILDS: dict[str, tuple[Callable[[Path], list[str]], Callable[[Path], object] | None]] = {
+    "default_build": (lambda root: config_args(), None),
+    "small_build": (lambda root: ["--config", str(root / "config.yaml"), "--limit", "10"], small_corpus),
+}
 
 
 def _needs(item: pytest.Item) -> bool:
@@ -172,7 +173,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def _shared_builds(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """Start each shared build before the first test when any selected test needs it."""
-    builds = {name: SharedBuild(tmp_path_factory, name, prepare) for name, prepare in SHARED_BUILDS.items()}
+    builds = {name: SharedBuild(tmp_path_factory, name, *spec) for name, spec in SHARED_BUILDS.items()}
     for name, build in builds.items():
         if any(name in item.fixturenames for item in request.session.items):
             build.start()
@@ -196,5 +197,5 @@ def default_build(_shared_builds: dict[str, SharedBuild]) -> dict:
 
 @pytest.fixture(scope="session")
 def small_build(_shared_builds: dict[str, SharedBuild]) -> dict:
-    """The small release (``small_corpus``), built once per test run; ``config`` is its config file."""
+    """The small release (``small_corpus``), built once per test run; ``args`` rebuild it (``build ARGS``)."""
     return _shared_builds["small_build"].wait()

@@ -62,7 +62,7 @@ def test_manifest_hashes_every_file_and_accounts_for_items(default_build: dict) 
 def test_same_seed_same_bytes_and_nothing_recomputed(default_build: dict, small_build: dict, tmp_path: Path) -> None:
     first = default_build["release"]
     started = time.monotonic()
-    cached = run_cli("build", *config_args(), "--out", str(tmp_path / "again"), "--cache-dir", str(default_build["cache"]))
+    cached = run_cli("build", *default_build["args"], "--out", str(tmp_path / "again"), "--cache-dir", str(default_build["cache"]))
     cached_seconds = time.monotonic() - started
     assert cached.returncode == 0, cached.stderr[-3000:]
     assert "stages recomputed: none" in cached.stderr
@@ -70,8 +70,8 @@ def test_same_seed_same_bytes_and_nothing_recomputed(default_build: dict, small_
     assert _manifest(tmp_path / "again" / first.name)["files"] == _manifest(first)["files"]
     # a fresh build in another process, with another string-hash seed, gives the same bytes
     small = small_build["release"]
-    fresh = run_cli("build", "--config", str(small_build["config"]), "--limit", "10", "--out", str(tmp_path / "fresh"),
-                    "--cache-dir", str(tmp_path / "fresh-cache"), env={"PYTHONHASHSEED": "12345"})
+    fresh = run_cli("build", *small_build["args"], "--out", str(tmp_path / "fresh"), "--cache-dir", str(tmp_path / "fresh-cache"),
+                    env={"PYTHONHASHSEED": "12345"})
     assert fresh.returncode == 0, fresh.stderr[-3000:]
     assert _data_files(tmp_path / "fresh" / small.name) == _data_files(small)
     assert _manifest(tmp_path / "fresh" / small.name)["files"] == _manifest(small)["files"]
@@ -106,7 +106,7 @@ def test_sigkill_mid_stage_then_resume_gives_same_bytes(small_build: dict, tmp_p
     """SIGKILL in the middle of ``stretch`` (3 of its items committed, 2 pending and lost); the rerun takes the
     committed items from the cache, computes the rest, and writes the release of an uninterrupted build."""
     stage, out, cache = "stretch", tmp_path / "out", tmp_path / "cache"
-    args = ["build", "--config", str(small_build["config"]), "--limit", "10", "--out", str(out), "--cache-dir", str(cache)]
+    args = ["build", *small_build["args"], "--out", str(out), "--cache-dir", str(cache)]
     killed = subprocess.run([sys.executable, "-m", "tests.killed_build", stage, "3", "5", "--", *args], cwd=REPO,
                             env={**os.environ, "TRIGGERBENCH_PROGRESS": "0"}, capture_output=True, text=True, timeout=600)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]

@@ -8,9 +8,7 @@ release must fail its shortcut check on the longest-reply finder; the second mus
 
 from __future__ import annotations
 
-import csv
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from stages.generate.prompts import FILLER_SYSTEM
-from tests.conftest import pool_path, run_cli
+from tests.conftest import release_in, run_cli
 from tests.servers.scripted import Reply, ScriptedServer
-from tests.test_llm_generation import BLUEPRINTS, build_config, everything_model, number, seed, use_corpus
+from tests.test_llm_generation import BLUEPRINTS, build_config, everything_model, number, seed_corpus, use_corpus
+from tests.test_shortcuts_release import _cells
 
 pytestmark = pytest.mark.slow
 
@@ -50,33 +49,21 @@ def filler_model(reply_words: Any) -> Any:
     return handler
 
 
-def five_seed_corpus(root: Path) -> Path:
-    for source in SEEDS:
-        for path in (source, pool_path(BLUEPRINTS, seed(source).topic)):
-            target = root / path.relative_to(BLUEPRINTS)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-    return root
-
-
 def longest_reply_cell(tmp_path: Path, reply_words: Any) -> tuple[dict[str, str], str]:
     """Build with the filler model; return the base implicit Pos-Clean longest-reply cell and the verdict."""
     tmp_path.mkdir(parents=True)
     config = build_config(tmp_path, scale={"max_per_seed": 1}, oracle_sufficiency={"keep_pending": True},
                           oracle_necessity={"rollouts": 1})  # fmt: skip
-    use_corpus(config, five_seed_corpus(tmp_path / "blueprints"))
+    use_corpus(config, seed_corpus(tmp_path / "blueprints", SEEDS))
     with ScriptedServer(handler=filler_model(reply_words)) as server:
         done = run_cli("build", "--config", str(config), "--cache-dir", str(tmp_path / "cache"), "--out",
                        str(tmp_path / "out"), "--llm-base-url", server.base_url, "--llm-model", "m")
     assert done.returncode == 0, done.stderr[-3000:]
-    (release,) = [p for p in (tmp_path / "out").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    release = release_in(tmp_path / "out")
     rows = pq.read_table(release / "data" / "pm_base").to_pylist()
     assert rows and all(json.loads(r["provenance"])["fillers"]["from_pool"] == 0 for r in rows)  # the model wrote them
-    with (release / "audits" / "shortcuts.csv").open(encoding="utf-8") as handle:
-        cell = next(r for r in csv.DictReader(handle)
-                    if (r["section"], r["config"], r["context"], r["constraint_form"], r["dimension"], r["variant"],
-                        r["finder"]) == ("constraint_finder", "", "base", "implicit", "state_tracking", "pos_clean",
-                                         "longest_reply"))
+    cell = _cells(release / "audits")[("constraint_finder", "", "base", "implicit", "state_tracking", "pos_clean",
+                                        "longest_reply")]
     return cell, json.loads((release / "manifest.json").read_text())["shortcut_check"]
 
 

@@ -13,6 +13,7 @@ import shutil
 import urllib.error
 import urllib.request
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -357,7 +358,12 @@ def forward_to(base_url: str) -> Any:
 
 def two_seed_corpus(root: Path) -> Path:
     """The taxi and train seeds with their story or filler pools, copied from the corpus (short prompts for 2 CPU cores)."""
-    for source in (TAXI, TRAIN):
+    return seed_corpus(root, (TAXI, TRAIN))
+
+
+def seed_corpus(root: Path, seeds: Iterable[Path]) -> Path:
+    """The given seed files with their story or filler pools, copied from the corpus under ``root``."""
+    for source in seeds:
         topic = seed(source).topic
         for path in (source, pool_path(BLUEPRINTS, topic)):
             target = root / path.relative_to(BLUEPRINTS)
