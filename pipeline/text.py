@@ -7,8 +7,10 @@ shorter than 4 characters.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from functools import lru_cache
+from pathlib import Path
 
 STOPWORD_LIST_NAME = "scikit-learn ENGLISH_STOP_WORDS (318 words)"
 MIN_WORD_LENGTH = 4
@@ -29,7 +31,17 @@ def timestamp_of(text: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
-    """scikit-learn's English stopwords, imported on first use (sklearn costs a second to import)."""
+    """scikit-learn's English stopwords. Read from the one module of its wheel that holds them, without
+    importing ``sklearn`` (two seconds and scipy, for a word list); the public import is the fallback."""
+    spec = importlib.util.find_spec("sklearn")
+    if spec is not None and spec.submodule_search_locations:
+        path = Path(spec.submodule_search_locations[0]) / "feature_extraction" / "_stop_words.py"
+        module_spec = importlib.util.spec_from_file_location("_triggerbench_stop_words", path)
+        if path.is_file() and module_spec is not None and module_spec.loader is not None:
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+            if isinstance(getattr(module, "ENGLISH_STOP_WORDS", None), frozenset):
+                return module.ENGLISH_STOP_WORDS
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     return frozenset(ENGLISH_STOP_WORDS)
@@ -64,8 +76,14 @@ def mentions(text: str, phrase: str) -> bool:
     phrase = phrase.strip()
     if not phrase:
         return False
-    pattern = r"(?<![A-Za-z0-9])" + re.escape(phrase) + r"(?![A-Za-z0-9])"
-    return re.search(pattern, text, flags=re.IGNORECASE) is not None
+    if text.isascii() and phrase.isascii() and phrase.lower() not in text.lower():
+        return False  # the common case, without a regex (for ASCII, lower() is the regex's case folding)
+    return _phrase_pattern(phrase).search(text) is not None
+
+
+@lru_cache(maxsize=8192)
+def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![A-Za-z0-9])" + re.escape(phrase) + r"(?![A-Za-z0-9])", re.IGNORECASE)
 
 
 # Time expressions (shortcut audit, story-pool lint), written independently of the distractor filter in

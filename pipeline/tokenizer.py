@@ -63,9 +63,12 @@ def count(text: str) -> int:
     return len(encoding().encode_ordinary(text))
 
 
+THREADED_BATCH = 256  # tiktoken starts a thread pool per batch call: worth it for large batches only
+
+
 def count_many(texts: Iterable[str], threads: int = 2) -> list[int]:
-    """Token counts of many texts, batched through tiktoken's threaded encoder."""
+    """Token counts of many texts; a large batch goes through tiktoken's threaded encoder."""
     batch = list(texts)
-    if not batch:
-        return []
+    if len(batch) < THREADED_BATCH or threads < 2:
+        return [len(encoding().encode_ordinary(text)) for text in batch]
     return [len(ids) for ids in encoding().encode_ordinary_batch(batch, num_threads=threads)]

@@ -121,3 +121,35 @@ def test_distractor_check_when_lowercasing_changes_lengths() -> None:
     injected = ["İİİ İstanbul layover", "We passed the peanut stand.", "Nothing here."]
     check = distractor_check(injected, ["peanut"])
     assert (check.sharing_slot_words, check.mentioning_slot, check.shared_words) == (1, 1, ("peanut",))
+
+
+def test_stop_words_are_scikit_learns_list_read_without_importing_sklearn() -> None:
+    """The list is read from sklearn's wheel without importing the package (a fresh interpreter proves it)."""
+    import subprocess
+    import sys
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from pipeline.text import _stop_words
+
+    assert _stop_words() == ENGLISH_STOP_WORDS and len(_stop_words()) == 318
+    probe = "import sys; from pipeline.text import content_words; content_words('x'); print('sklearn' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(("text", "phrase", "found"), [
+    ("Leave the fob in the cup holder.", "cup holder", True),
+    ("Leave the fob in the CUP HOLDER.", "cup holder", True),
+    ("The cupholders are full.", "cup holder", False),
+    ("A cupholder is there.", "cup", False),          # inside a word: not a mention
+    ("It is in the cup-holder.", "cup", True),        # a hyphen ends a word
+    ("Straße is closed.", "STRASSE", False),          # non-ASCII: left to the regex's own case folding
+    ("Der Käse ist hier.", "käse", True),
+    ("Der KÄSE ist hier.", "käse", True),
+    ("anything", "  ", False),
+])
+def test_mentions_whole_words_case_insensitively(text: str, phrase: str, found: bool) -> None:
+    from pipeline.text import mentions
+
+    assert mentions(text, phrase) is found

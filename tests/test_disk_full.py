@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import small_corpus
+
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
@@ -39,9 +41,10 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_full_out_disk_names_the_release_path_and_leaves_nothing(full_disk: Path, tmp_path: Path) -> None:
-    warm = cli("build", "--limit", "1", "--only", "stretch", "--cache-dir", str(tmp_path / "cache"))
+    config = ["--config", str(small_corpus(tmp_path / "inputs")), "--limit", "1"]
+    warm = cli("build", *config, "--only", "stretch", "--cache-dir", str(tmp_path / "cache"))
     assert warm.returncode == 0, warm.stderr[-2000:]
-    result = cli("build", "--limit", "1", "--out", str(full_disk / "out"), "--cache-dir", str(tmp_path / "cache"))
+    result = cli("build", *config, "--out", str(full_disk / "out"), "--cache-dir", str(tmp_path / "cache"))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith(
         f"triggerbench build: no space left on device writing the release under {full_disk / 'out'} (")
@@ -49,7 +52,8 @@ def test_a_full_out_disk_names_the_release_path_and_leaves_nothing(full_disk: Pa
 
 
 def test_a_full_cache_disk_names_the_cache_and_leaves_no_temp_file(full_disk: Path, tmp_path: Path) -> None:
-    result = cli("build", "--limit", "1", "--out", str(tmp_path / "out"), "--cache-dir", str(full_disk / "cache"))
+    config = ["--config", str(small_corpus(tmp_path / "inputs")), "--limit", "1"]
+    result = cli("build", *config, "--out", str(tmp_path / "out"), "--cache-dir", str(full_disk / "cache"))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith(
         f"triggerbench build: no space left on device writing the cache under {full_disk / 'cache'} (")

@@ -15,6 +15,7 @@ import pytest
 
 from pipeline.hashing import sha256_file
 from pipeline.leftovers import remove_leftovers
+from tests.conftest import small_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -74,7 +75,7 @@ def digests(release: Path) -> dict[str, str]:
 @pytest.mark.slow
 def test_sigkill_while_the_release_is_written_then_rerun_leaves_no_staging_and_the_same_bytes(tmp_path: Path) -> None:
     cache, clean, out = tmp_path / "cache", tmp_path / "clean", tmp_path / "out"
-    args = ["build", "--limit", "2", "--cache-dir", str(cache)]
+    args = ["build", "--config", str(small_corpus(tmp_path / "inputs")), "--limit", "2", "--cache-dir", str(cache)]
     first = cli(*args, "--out", str(clean))
     assert first.returncode == 0, first.stderr[-3000:]
     (reference,) = clean.iterdir()

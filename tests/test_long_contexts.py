@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import datasets
@@ -102,7 +104,7 @@ def test_every_long_row(default_build: dict, config: str) -> None:
     base = _base(release, f"{family}_base")
     target = LENGTHS[context]
     counted: dict[str, int] = {}
-    injected_by_plan: dict[tuple[str, str], list] = defaultdict(list)
+    block_of_plan: dict[tuple[str, str], str] = {}  # plan -> digest of its first row's injected turns
     timeless: set[str] = set()
     seen = 0
     for row in _iter_rows(release, config):
@@ -142,7 +144,8 @@ def test_every_long_row(default_build: dict, config: str) -> None:
             plan = (row["blueprint_id"], context)
             # variants of one plan share their block (asserted below), so each block is scanned once, and a
             # distractor turn that recurs across plans has its time scan once
-            if plan not in injected_by_plan:
+            digest = hashlib.sha256(json.dumps(injected).encode()).hexdigest()
+            if plan not in block_of_plan:
                 bodies = [strip_timestamp(message["content"]) for message in injected]
                 for body in set(bodies) - timeless:
                     assert not has_time_expression(body), (row["id"], body[:80])
@@ -150,10 +153,27 @@ def test_every_long_row(default_build: dict, config: str) -> None:
                     timeless.add(body)
                 block = "\n".join(bodies)  # a slot is a phrase without line breaks: one search per slot and block
                 assert not any(mentions(block, slot) for slot in row["gold_slots"]), row["id"]
-            injected_by_plan[plan].append(injected)
+                block_of_plan[plan] = digest
+            assert digest == block_of_plan[plan], (plan, row["id"])  # the variants of one plan share their block
     assert seen > 0
-    for plan, blocks in injected_by_plan.items():
-        assert all(block == blocks[0] for block in blocks), plan
+
+
+def test_attention_recovery_blocks_span_like_a_person_typing(default_build: dict) -> None:
+    """Few injected user turns share a minute, and the block of a longer context spans longer."""
+    spans: dict[str, list[float]] = {}
+    for config in ("pm_20k", "pm_40k"):
+        for path in sorted((default_build["release"] / "data" / config).glob("*.parquet")):
+            table = pq.read_table(path, columns=["id", "dimension", "messages", "injected_turns"],
+                                  filters=[("dimension", "=", "attention_recovery")])
+            for row in table.to_pylist():
+                stamps = [STAMP.match(row["messages"][i]["content"]).group(1) for i in row["injected_turns"]
+                          if row["messages"][i]["role"] == "user"]
+                assert max(Counter(stamps).values()) <= 2, row["id"]
+                times = [datetime.fromisoformat(s) for s in stamps]
+                spans.setdefault(config, []).append((times[-1] - times[0]).total_seconds() / 3600)
+    assert len(spans["pm_20k"]) > 20 and len(spans["pm_40k"]) > 20
+    assert min(spans["pm_20k"]) > 0.5
+    assert sorted(spans["pm_40k"])[len(spans["pm_40k"]) // 2] > 1.5 * sorted(spans["pm_20k"])[len(spans["pm_20k"]) // 2]
 
 
 def test_every_config_alternates(default_build: dict) -> None:

@@ -114,17 +114,17 @@ class DistractorPool(Stage):
             filters = out.stats["filters"].setdefault(name, {"conversations": len(conversations),
                                                             DropReason.TIME_EXPRESSION.value: 0, DropReason.TOO_LONG.value: 0,
                                                             "time-patterns": dict.fromkeys(TIME_PATTERNS, 0)})
-            for conversation in ctx.progress(conversations, desc=f"pool {name}"):
-                self._cut(conversation, out, filters)
+            pairs = [exchanges(conversation.messages) for conversation in conversations]
+            counts = iter(tokenizer.count_many(t for exchange in pairs for t in _pair_texts(exchange)))
+            for conversation, exchange in ctx.progress(list(zip(conversations, pairs)), desc=f"pool {name}"):
+                self._cut(conversation, exchange, [next(counts) for _ in range(2 * len(exchange))], out, filters)
             filters["snippets"] = sum(1 for item in out.items if item["source"] == name)
         return out
 
-    def _cut(self, conversation: Conversation, out: StageOutput, filters: dict) -> None:
+    def _cut(self, conversation: Conversation, pairs: list, counts: list[int], out: StageOutput, filters: dict) -> None:
+        """Cut one conversation's exchanges (``pairs``, with the token ``counts`` of ``_pair_texts``) into snippets."""
         run: list[tuple] = []
         run_tokens = 0
-        pairs = exchanges(conversation.messages)
-        texts = [(" " + user[1], assistant[1]) for user, assistant in pairs]
-        counts = tokenizer.count_many([t for pair in texts for t in pair])
         limit = self.params.max_exchange_tokens_by_source.get(conversation.source, self.params.max_exchange_tokens)
 
         def close() -> None:
@@ -159,3 +159,8 @@ class DistractorPool(Stage):
             run.append((index, pair, pair_counts))
             run_tokens += size
         close()
+
+
+def _pair_texts(pairs: list) -> list[str]:
+    """The texts whose tokens a snippet counts: each exchange's user turn (as it follows a space) and reply."""
+    return [text for user, assistant in pairs for text in (" " + user[1], assistant[1])]
