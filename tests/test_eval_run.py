@@ -325,8 +325,8 @@ def test_sigkill_then_resume_gives_identical_results(release: Path, tmp_path: Pa
 
 @pytest.mark.llm
 def test_llama_cpp_smollm2_run_completes_and_reruns_offline(release: Path, tmp_path: Path) -> None:
-    """The real protocol: SmolLM2 answers and judges 6 pm_base rows; a rerun sends 0 requests."""
-    args = ["--config", "pm_base", "--limit", "6", "--max-tokens", "96", "--concurrency", "1"]
+    """The real protocol: SmolLM2 answers and judges 3 pm_base rows; a rerun sends 0 requests."""
+    args = ["--config", "pm_base", "--limit", "3", "--max-tokens", "96", "--concurrency", "1"]
     with LlamaServer(n_ctx=8192) as server:  # base dialogues are ~2.8K SmolLM2 tokens
         command = ["eval", str(release), "--model", server.model, "--base-url", server.base_url, "--out", str(tmp_path / "run")]
         first = run_cli(*command, *args, timeout=1500)
@@ -335,8 +335,8 @@ def test_llama_cpp_smollm2_run_completes_and_reruns_offline(release: Path, tmp_p
     assert second.returncode == 0
     assert "model requests sent     0" in second.stdout and "judge requests sent     0" in second.stdout, second.stdout
     lines = pq.read_table(tmp_path / "run" / "responses.parquet").to_pylist()
-    assert len(lines) == 6
+    assert len(lines) == 3
     for line in lines:
         assert line["verdict"] in ("YES", "NO") or (line["status"] == "failed" and line["failure"]), line
     results = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert results["rows"]["total"] == 6 and results["judge_model"] == server.model
+    assert results["rows"]["total"] == 3 and results["judge_model"] == server.model

@@ -382,7 +382,7 @@ def use_corpus(config: Path, corpus: Path) -> None:
 def test_cli_build_against_llama_cpp_completes_and_reruns_from_cache(llama_server: LlamaServer, tmp_path: Path) -> None:  # noqa: F811
     dimensions = ("state_tracking", "temporal_grounding", "logical_adherence", "attention_recovery", "safe_coding")
     config = build_config(
-        tmp_path, scale={"max_per_seed": 2, "llm": {"max_tokens": 16, "examples": 1, "lint_repairs": 0}},
+        tmp_path, scale={"max_per_seed": 1, "llm": {"max_tokens": 16, "examples": 1, "lint_repairs": 0}},
         oracle_sufficiency={"keep_pending": True, "answer_max_tokens": 24, "judge_max_tokens": 32},
         oracle_necessity={"rollouts": 1, "max_guessed": 1, "answer_max_tokens": 24, "judge_max_tokens": 32},
         dialogues={"filler_exchanges": {k: (1, 1) for k in dimensions},
@@ -401,7 +401,7 @@ def test_cli_build_against_llama_cpp_completes_and_reruns_from_cache(llama_serve
         assert len(proxy.chat_requests()) == sent  # the rerun sent nothing
     (release,) = [p for p in (tmp_path / "one").iterdir() if p.is_dir() and not p.name.startswith(".")]
     manifest = json.loads((release / "manifest.json").read_text())
-    stages = check_accounting(manifest, per_seed=2)
+    stages = check_accounting(manifest, per_seed=1)
     assert stages["load_blueprints"]["items_out"] == 2 and sent > 0
     assert stages["oracle_sufficiency"]["llm"]["completion_tokens"] > 0
     (again,) = [p for p in (tmp_path / "two").iterdir() if p.is_dir() and not p.name.startswith(".")]
