@@ -62,9 +62,17 @@ def _judge_no(body: dict[str, Any], index: int) -> Reply:
     return Reply.ok(SILENT)
 
 
-def _eval(release: Path, base_url: str, out: Path, memory: str) -> Any:
-    return run_cli("eval", str(release), "--config", "pm_20k", "--limit", LIMIT, "--model", "scripted-model",
+def _eval(release: Path, base_url: str, out: Path, memory: str, *rows: str) -> Any:
+    """``eval --memory`` on pm_20k; ``rows``: which rows (``--limit``, ``--per-dimension``)."""
+    return run_cli("eval", str(release), "--config", "pm_20k", *rows, "--model", "scripted-model",
                    "--base-url", base_url, "--out", str(out), "--temperature", "0", "--memory", memory, timeout=900)
+
+
+def _long_rows(release: Path, limit: int | None = None, per_dimension: int | None = None) -> list[dict[str, Any]]:
+    """The pm_20k test rows ``eval --limit LIMIT --per-dimension PER_DIMENSION`` answers."""
+    from stages.eval.source import locate, read_rows
+
+    return read_rows(locate(str(release)), "pm_20k", "test", limit=limit, per_dimension=per_dimension)
 
 
 def _cell(results: dict[str, Any], dimension: str) -> dict[str, Any]:
@@ -77,9 +85,9 @@ def _hit(row: dict[str, Any], turns: set[int], core: list[str]) -> bool:
 
 
 def test_rag_retrieval_matches_hand_computed_sets(release: Path, tmp_path: Path) -> None:
-    rows = {r["id"]: r for r in _rows(release, "pm_20k")[: int(LIMIT)]}
+    rows = {r["id"]: r for r in _long_rows(release, limit=2)}  # each holds a few hundred turns to embed
     with ScriptedServer(handler=_judge_no) as server:
-        done = _eval(release, server.base_url, tmp_path / "rag", "rag")
+        done = _eval(release, server.base_url, tmp_path / "rag", "rag", "--limit", "2")
         assert done.returncode == 0, done.stderr[-3000:]
     lines = {x["row_id"]: x for x in pq.read_table(tmp_path / "rag" / "responses.parquet").to_pylist()}
     long_rows = [r for r in rows.values() if len(r["messages"]) > 12]
@@ -126,13 +134,14 @@ class Curator:
 
 
 def test_letta_sim_core_memory_and_exact_rerun(release: Path, tmp_path: Path) -> None:
-    rows = _rows(release, "pm_20k")[: int(LIMIT)]
+    rows = _long_rows(release, per_dimension=1)
+    assert {"state_tracking", "safe_coding"} <= {r["dimension"] for r in rows}  # the curator keeps their facts
     curator = Curator(rows)
     with ScriptedServer(handler=curator) as server:
-        done = _eval(release, server.base_url, tmp_path / "letta", "letta-sim")
+        done = _eval(release, server.base_url, tmp_path / "letta", "letta-sim", "--per-dimension", "1")
         assert done.returncode == 0, done.stderr[-3000:]
         sent = server.chat_requests()
-        again = _eval(release, server.base_url, tmp_path / "letta", "letta-sim")
+        again = _eval(release, server.base_url, tmp_path / "letta", "letta-sim", "--per-dimension", "1")
         assert again.returncode == 0 and len(server.chat_requests()) == len(sent)  # a rerun sends nothing
     assert "model requests sent     0" in again.stdout and "judge requests sent     0" in again.stdout
     curations = [r.body["messages"][-1]["content"] for r in sent if r.body["messages"][0]["content"].startswith(CURATOR_MARK)]

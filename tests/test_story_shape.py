@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from pipeline.stage import StageContext
 from stages.dialogues import Dialogues
@@ -60,11 +61,12 @@ def _finder_hits(blueprints: list[dict], fillers: list[dict], choice: str) -> di
                            keep_texts=False)
         rows[d["blueprint"]["dimension"]].append((turns, d["seed_id"]))
     hits = {}
-    for dimension, group in rows.items():
-        turns = [t for t, _ in group]
-        scored = learned.learned_finder(learned.LearnedRows(turns, [learned.turn_features(t) for t in turns],
-                                                            [family for _, family in group]))
-        hits[dimension] = float(np.mean([h for h in scored if h is not None]))
+    with threadpool_limits(limits=1):  # as the audit fits it: no OpenMP threads fighting the other workers
+        for dimension, group in rows.items():
+            turns = [t for t, _ in group]
+            scored = learned.learned_finder(learned.LearnedRows(turns, [learned.turn_features(t) for t in turns],
+                                                                [family for _, family in group]))
+            hits[dimension] = float(np.mean([h for h in scored if h is not None]))
     return hits
 
 
