@@ -177,17 +177,20 @@ def test_attention_recovery_blocks_span_like_a_person_typing(default_build: dict
 
 
 def test_every_config_alternates(default_build: dict) -> None:
-    """Every row of every config (base, long, week configs with messages) strictly alternates user/assistant."""
+    """Every row of the base configs strictly alternates user/assistant (the long configs are checked
+    row by row in ``test_every_long_row``)."""
     release = default_build["release"]
     checked = 0
     for directory in sorted((release / "data").iterdir()):
+        if directory.name in LONG_CONFIGS or not re.fullmatch(r"(pm|rm|explicit)_\w+", directory.name):
+            continue
         for path in sorted(directory.glob("*.parquet")):
-            if "messages" not in pq.ParquetFile(path).schema_arrow.names or not re.fullmatch(r"(pm|rm|explicit)_\w+", directory.name):
+            if "messages" not in pq.ParquetFile(path).schema_arrow.names:
                 continue
             for row in pq.read_table(path, columns=["id", "messages"]).to_pylist():
                 assert _alternates(row["messages"]), (directory.name, row["id"])
                 checked += 1
-    assert checked > 10000
+    assert checked > 2000
 
 
 def test_rm_and_explicit_share_pos_clean_distractors(default_build: dict) -> None:
