@@ -161,7 +161,7 @@ def _run_map(stage: MapStage, inputs: dict[str, list[dict]], ctx: StageContext, 
     main = inputs[main_name]
     base = combine(stage.name, stage.code_version(), sha256_json(stage.params.model_dump(mode="json")), str(ctx.seed),
                    sha256_json({k: ctx.environment.get(k) for k in stage.environment_keys()}),
-                   *(sha256_json(inputs[name]) for name in side_names))
+                   *(stage.side_input_digest(name, inputs[name]) for name in side_names))
     keys = [combine(base, sha256_json(item)) for item in main]
     found = cache.get_many(keys)
     log.info("stage %-16s %d of %d items cached, %d to compute", stage.name, len(found), len(main), len(main) - len(found))

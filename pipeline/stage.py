@@ -203,6 +203,12 @@ class MapStage(Stage):
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         """Prepare shared state (lookup tables, corpora) before the first item."""
 
+    def side_input_digest(self, name: str, items: list[Item]) -> str:
+        """Digest of what :meth:`setup` reads of side input ``name`` (part of every item's cache key).
+        Default: all of it. A stage that reads a part overrides this with the digest of that part,
+        computed by the same function its ``setup`` reads through, so an edit elsewhere keeps its items."""
+        return sha256_json(items)
+
     @abstractmethod
     def process(self, item: Item, ctx: StageContext) -> list[Item | Dropped] | Drop:
         """Map one input item to its output items, or drop it with a reason.

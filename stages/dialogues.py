@@ -38,13 +38,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.blueprints.schema import TIME_FORMAT, Blueprint
 from pipeline.bounds import CountRange
-from pipeline.hashing import combine, source_digest
+from pipeline.hashing import combine, sha256_json, source_digest
 from pipeline.stage import Drop, Item, MapStage, StageContext
 from pipeline.text import mentions, word_count
 from pipeline.vocabulary import DropReason
 from pipeline.blueprints.slots import render
 from pipeline.blueprints.stories import placed_turns
-from stages.generate.fillers import FillerGenerator, FillerParams
+from stages.generate.fillers import FillerGenerator, FillerParams, slot_values_of
 from stages import story_shape, timing
 from stages.story_shape import ShapeMatcher
 from stages.timing import TimingParams, TypingModel, WakingClock
@@ -82,18 +82,24 @@ class Dialogues(MapStage):
     Params = DialogueParams
 
     def environment_keys(self) -> tuple[str, ...]:
-        return ("llm", "blueprints_digest")
+        return ("llm",)  # the corpus comes in through the inputs (their digests are in every item key)
 
     def code_version(self) -> str:
         """This module, the shape matcher and the typing model its timestamps come from."""
         return combine(self.version, source_digest(type(self), timing, story_shape))
 
+    def side_input_digest(self, name: str, items: list[Item]) -> str:
+        """Of the seeds, only what :func:`seed_view` keeps (editing a seed's intent or RM probe keeps every item)."""
+        return sha256_json(seed_view(items)) if name == "load_blueprints" else super().side_input_digest(name, items)
+
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         self.pools = {item["pool"]["topic"]: item["pool"] for item in side_inputs["load_fillers"]}
+        seeds = seed_view(side_inputs["load_blueprints"])
         llm = ctx.services.get("llm") is not None  # with an LLM, fillers are written by stages/generate/fillers.py
-        self.filler_llm = FillerGenerator.create(self.params.llm, side_inputs["load_fillers"], ctx) if llm else None
+        self.filler_llm = (FillerGenerator.create(self.params.llm, side_inputs["load_fillers"],
+                                                  {seed["id"]: seed["slot_values"] for seed in seeds}) if llm else None)
         self.typing = TypingModel(self.params.timing)
-        self.shapes = shape_matcher(side_inputs["load_blueprints"], self.pools, self.params)
+        self.shapes = shape_matcher(seeds, self.pools, self.params)
 
     def process(self, item: Item, ctx: StageContext) -> list[Item] | Drop:
         bp = item["blueprint"]
@@ -138,19 +144,31 @@ class Dialogues(MapStage):
         }]
 
 
-def shape_matcher(blueprints: list[Item], pools: dict[str, dict], params: DialogueParams) -> ShapeMatcher:
-    """The shape matcher of a corpus: per dimension, the placed turns of its seeds (slots filled with their
-    first alternatives) and the exchanges of the stories they name."""
+def seed_view(blueprints: list[Item]) -> list[dict]:
+    """What the stage reads of the ``load_blueprints`` items: per seed its id, dimension, topic, placed
+    constraint turns (slots filled with their first alternatives: ``(text, reply)``) and slot values."""
+    view = []
+    for item in blueprints:
+        seed = Blueprint.model_validate(item["blueprint"])
+        bp = render(seed)
+        view.append({"id": seed.id, "dimension": str(bp.dimension), "topic": bp.topic,
+                     "placed": [[text, reply] for field, text, reply in placed_turns(bp) if field.startswith("constraints")],
+                     "slot_values": slot_values_of(seed)})
+    return view
+
+
+def shape_matcher(seeds: list[dict], pools: dict[str, dict], params: DialogueParams) -> ShapeMatcher:
+    """The shape matcher of a corpus (``seeds``: :func:`seed_view`): per dimension, the placed turns of its
+    seeds and the exchanges of the stories they name."""
     placed: dict[str, list] = {}
     story: dict[str, list] = {}
     seen: set[tuple[str, str]] = set()
-    for item in blueprints:
-        bp = render(Blueprint.model_validate(item["blueprint"]))
-        dimension = str(bp.dimension)
-        placed.setdefault(dimension, []).extend(story_shape.shape(text, reply) for field, text, reply in placed_turns(bp) if field.startswith("constraints"))
-        pool = pools.get(bp.topic)
-        if pool is not None and pool.get("kind") == "story" and (dimension, bp.topic) not in seen:
-            seen.add((dimension, bp.topic))
+    for seed in seeds:
+        dimension = seed["dimension"]
+        placed.setdefault(dimension, []).extend(story_shape.shape(text, reply) for text, reply in seed["placed"])
+        pool = pools.get(seed["topic"])
+        if pool is not None and pool.get("kind") == "story" and (dimension, seed["topic"]) not in seen:
+            seen.add((dimension, seed["topic"]))
             story.setdefault(dimension, []).extend(story_shape.shape(ex["user"], ex["assistant"]) for ex in pool["exchanges"])
     return ShapeMatcher(placed, story, params.shape_bandwidth, params.shape_weight_cap)
 

@@ -83,6 +83,7 @@ def through_variants(root: Path, split: dict | None = None) -> dict[str, StageOu
     env = {"llm": "offline-rules", "blueprints_digest": corpus_digest(root)}
     sufficiency = run(OracleSufficiency(), {"split": out["split"].items}, env)
     necessity = run(OracleNecessity(), {"oracle_sufficiency": sufficiency.items}, env)
+    out["oracle_necessity"] = necessity
     out["dialogues"] = run(Dialogues(), {"oracle_necessity": necessity.items, "load_fillers": out["load_fillers"].items,
                                            "load_blueprints": out["load_blueprints"].items}, env)
     out["variants"] = run(Variants(), {"dialogues": out["dialogues"].items}, env)
@@ -331,3 +332,43 @@ def test_stretch_drops_a_length_the_pool_cannot_reach(two: dict[str, Any], snipp
     assert {p["context"] for p in out.items} == {"10k"}
     assert len(out.dropped) == len(two["dialogues"].items)
     assert all(d.reason == "pool_too_small" and d.item_id.endswith("@10000k") for d in out.dropped)
+
+
+class CountingDialogues(Dialogues):
+    """``dialogues`` counting the items it computes (the rest come from the item cache)."""
+
+    computed = 0
+
+    def process(self, item: dict, ctx: StageContext) -> Any:
+        CountingDialogues.computed += 1
+        return super().process(item, ctx)
+
+
+def test_dialogue_items_stay_cached_when_a_seed_changes_only_what_they_do_not_read(two: dict, tmp_path: Path) -> None:
+    """Of the seeds, ``dialogues`` reads their placed turns, topics and slot values (``seed_view``): an edited
+    reference intent keeps every cached item, an edited constraint turn (the shape matcher reads it) does not."""
+    import copy
+
+    from pipeline.cache import ItemCache
+    from pipeline.runner import _run_map  # the runner's cached map, without building a release
+
+    cache = ItemCache(tmp_path / "items.sqlite")
+    ctx = StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"})
+    seeds = two["load_blueprints"].items
+
+    def computed(blueprints: list[dict]) -> tuple[int, list[dict]]:
+        CountingDialogues.computed = 0
+        out = _run_map(CountingDialogues(), {"oracle_necessity": two["oracle_necessity"].items,
+                                             "load_fillers": two["load_fillers"].items, "load_blueprints": blueprints},
+                       ctx, cache)
+        return CountingDialogues.computed, out.items
+
+    items = len(two["oracle_necessity"].items)
+    first, rows = computed(seeds)
+    assert first == items > 0 and computed(seeds)[0] == 0
+    intent = copy.deepcopy(seeds)
+    intent[0]["blueprint"]["reference_intent"] += " Say it before anything else."
+    assert computed(intent) == (0, rows)
+    constraint = copy.deepcopy(seeds)
+    constraint[0]["blueprint"]["constraints"][0]["text"] += " I mean it."
+    assert computed(constraint)[0] == items

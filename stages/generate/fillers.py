@@ -12,13 +12,11 @@ run out, the drawn pool exchange stays in its place and the reasons go to the pr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pipeline.bounds import NonNegative, Temperature, Tokens
 
-from pipeline.blueprints.loader import load_corpus
 from pipeline.blueprints.slots import values_of
 from pipeline.hashing import sha256_json
 from pipeline.llm import ChatRequest
@@ -64,14 +62,9 @@ def too_short(exchange: dict[str, str], params: FillerParams) -> str | None:
     return None
 
 
-def seed_slot_values(blueprints_dir: Path) -> dict[str, list[str]]:
-    """Seed id -> every value of every slot alternative (the words a filler must avoid)."""
-    corpus = load_corpus([blueprints_dir], lint=False)
-    out: dict[str, list[str]] = {}
-    for sourced in corpus.blueprints:
-        bp = sourced.blueprint
-        out[bp.id] = sorted({v for slot, alts in bp.slots.items() for alt in alts for v in values_of(alt, slot).values()})
-    return out
+def slot_values_of(blueprint: Any) -> list[str]:
+    """Every value of every slot alternative of a seed (``Blueprint``): the words its fillers must avoid."""
+    return sorted({v for slot, alts in blueprint.slots.items() for alt in alts for v in values_of(alt, slot).values()})
 
 
 @dataclass
@@ -90,10 +83,10 @@ class FillerGenerator:
         self.slot_values = slot_values
 
     @classmethod
-    def create(cls, params: FillerParams, fillers: list[Item], ctx: StageContext) -> FillerGenerator:
-        """From the ``load_fillers`` items and the build's blueprints directory."""
+    def create(cls, params: FillerParams, fillers: list[Item], slot_values: dict[str, list[str]]) -> FillerGenerator:
+        """From the ``load_fillers`` items and each seed's slot values (seed id -> :func:`slot_values_of`)."""
         pools = {item["pool"]["topic"]: item["pool"] for item in fillers}
-        return cls(params, pools, seed_slot_values(Path(ctx.environment["blueprints_dir"])))
+        return cls(params, pools, slot_values)
 
     def terms(self, item: Item) -> list[str]:
         """Gold slots and the seed's slot alternatives, longest first."""
