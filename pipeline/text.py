@@ -34,14 +34,14 @@ def _stop_words() -> frozenset[str]:
     """scikit-learn's English stopwords. Read from the one module of its wheel that holds them, without
     importing ``sklearn`` (two seconds and scipy, for a word list); the public import is the fallback."""
     spec = importlib.util.find_spec("sklearn")
-    if spec is not None and spec.submodule_search_locations:
-        path = Path(spec.submodule_search_locations[0]) / "feature_extraction" / "_stop_words.py"
-        module_spec = importlib.util.spec_from_file_location("_triggerbench_stop_words", path)
-        if path.is_file() and module_spec is not None and module_spec.loader is not None:
-            module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
-            if isinstance(getattr(module, "ENGLISH_STOP_WORDS", None), frozenset):
-                return module.ENGLISH_STOP_WORDS
+    folders = spec.submodule_search_locations if spec is not None else None
+    path = Path(folders[0]) / "feature_extraction" / "_stop_words.py" if folders else None
+    module_spec = importlib.util.spec_from_file_location("_stop_words", path) if path and path.is_file() else None
+    if module_spec is not None and module_spec.loader is not None:
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+        if isinstance(getattr(module, "ENGLISH_STOP_WORDS", None), frozenset):
+            return module.ENGLISH_STOP_WORDS
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     return frozenset(ENGLISH_STOP_WORDS)

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from stages.eval.source import locate, read_rows
 from tests.conftest import run_cli
 from tests.servers.scripted import Reply, ScriptedServer
 from tests.test_eval_run import _rows
@@ -70,8 +71,6 @@ def _eval(release: Path, base_url: str, out: Path, memory: str, *rows: str) -> A
 
 def _long_rows(release: Path, limit: int | None = None, per_dimension: int | None = None) -> list[dict[str, Any]]:
     """The pm_20k test rows ``eval --limit LIMIT --per-dimension PER_DIMENSION`` answers."""
-    from stages.eval.source import locate, read_rows
-
     return read_rows(locate(str(release)), "pm_20k", "test", limit=limit, per_dimension=per_dimension)
 
 
@@ -225,8 +224,6 @@ def test_memory_only_offline(release: Path, tmp_path: Path) -> None:
 
 
 def test_per_dimension_takes_the_first_rows_of_each_dimension(release: Path) -> None:
-    from stages.eval.source import locate, read_rows
-
     rows = _rows(release, "pm_base")
     first = {}
     for row in rows:

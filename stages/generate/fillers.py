@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pipeline.bounds import NonNegative, Temperature, Tokens
 
+from pipeline.blueprints.schema import Blueprint
 from pipeline.blueprints.slots import values_of
 from pipeline.hashing import sha256_json
 from pipeline.llm import ChatRequest
@@ -62,8 +63,8 @@ def too_short(exchange: dict[str, str], params: FillerParams) -> str | None:
     return None
 
 
-def slot_values_of(blueprint: Any) -> list[str]:
-    """Every value of every slot alternative of a seed (``Blueprint``): the words its fillers must avoid."""
+def slot_values_of(blueprint: Blueprint) -> list[str]:
+    """Every value of every slot alternative of a seed: the words its fillers must avoid."""
     return sorted({v for slot, alts in blueprint.slots.items() for alt in alts for v in values_of(alt, slot).values()})
 
 
