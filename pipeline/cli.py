@@ -20,6 +20,7 @@ EXTERNAL_VERBS = {
     **VERBS,
     "publish": ("pipeline.publish", "push a release to the Hugging Face Hub, tagged with its version"),
     "verify": ("pipeline.verify", "check a release directory against its manifest (files, sha256, row counts)"),
+    "like": ("pipeline.blueprints.like", "for seed files: the story exchange each constraint turn is to be shaped like"),
 }
 
 

@@ -4,6 +4,7 @@ rule trips on one change made to it."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -145,35 +146,65 @@ def test_shape_twins_count_story_turns_of_the_whole_shape() -> None:
     assert shape_twins(placed, pool) == 1
 
 
-def test_tight_twins_need_the_density_and_count_those_at_or_above_it() -> None:
-    """A tight twin has the placed turn's characters per word within 0.3 (here 9.27): a shape twin 0.45 sparser
-    counts as a shape twin only; the plain turn is neither; tight twins split at the turn's own density."""
-    from pipeline.blueprints.loader import FillerPool
-    from pipeline.blueprints.stories import shape_twins, tight_twins
+def _liked(seed: dict, pool: dict) -> int:
+    """Set ``like`` on the seed's constraint to its drawn exchange, and make that exchange the constraint's shape."""
+    from pipeline.blueprints.stories import like_template
 
-    placed = "`CommentBody.tsx` now renders `marked()` output through `dangerouslySetInnerHTML` for the recipe page."
-    turns = [
-        "`RecipeCardView.tsx` now formats `quantity()` output through `Intl.NumberFormat` for the ingredient list.",  # 9.55
-        "`UnitsToggle.tsx` now persists `unitPreference` through `localStorage` across the whole recipe site.",  # 9.09
-        "`ShareButtonBar.tsx` still copies `window.location.href` into the clipboard on every recipe page.",  # 8.82
-        "The page now shows the parser output for all our old recipes.",  # 5.08
-    ]
-    pool = FillerPool.model_validate({"topic": "t", "kind": "story",
-                                      "exchanges": [{"user": t, "assistant": LONG} for t in turns]})
-    assert shape_twins(placed, pool) == 3
-    assert tight_twins(placed, pool) == (2, 1)
+    drawn = like_template(seed["id"], 0, len(pool["exchanges"]))
+    constraint = render(Blueprint.model_validate(seed)).constraints[0]
+    same_shape = re.sub(r"[A-Za-z]", "a", constraint.text)  # the constraint's shape, none of its words
+    pool["exchanges"][drawn] = {"user": same_shape, "assistant": LONG}
+    seed["constraints"][0]["like"] = drawn
+    return drawn
 
 
-def test_every_safe_coding_and_state_tracking_constraint_has_tight_twins_on_both_sides() -> None:
-    """The stories of these two dimensions were given twins of their constraints' density (the audit's learned
-    finder located SC constraints in 42% of rows by characters per word before); a new seed or story edit
-    that drops below shows here and in ``validate --stats``."""
+def test_a_constraint_shaped_like_its_drawn_exchange_validates(tmp_path: Path) -> None:
+    seed, pool = v2_seed(), story()
+    _liked(seed, pool)
+    assert problems(tmp_path, seed, pool) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda s, p, n: s["constraints"][0].update(like=(n + 1) % len(p["exchanges"])), "but the draw for this turn is exchange"),
+    (lambda s, p, n: s["constraints"][0].update(like=len(p["exchanges"]) + 5), "there is no exchange"),
+    (lambda s, p, n: p["exchanges"][n].update(user=p["exchanges"][n]["user"] + " " + LONG), "words, the exchange's user turn"),
+    (lambda s, p, n: p["exchanges"][n].update(user=p["exchanges"][n]["user"].rstrip(".?") + "?"), "unlike the exchange's user turn"),
+    (lambda s, p, n: p["exchanges"][n].update(assistant=LONG + LONG), "reply of"),
+    (lambda s, p, n: s["trigger"].update(like=n), "only constraint turns"),
+])
+def test_the_like_rule_trips(tmp_path: Path, change, message: str) -> None:
+    """``like`` must name the drawn exchange, which must exist, and the constraint must have its shape: words,
+    form and reply length each checked."""
+    seed, pool = v2_seed(), story()
+    drawn = _liked(seed, pool)
+    change(seed, pool, drawn)
+    found = [p for p in problems(tmp_path, seed, pool) if "[like-shape]" in p]
+    assert any(message in p for p in found), found
+
+
+def test_the_drawn_exchange_is_uniform_over_the_story() -> None:
+    """The draw follows no author's taste: over many seeds, every exchange of a 16-exchange story is drawn
+    about as often (chi-square far below its 0.1% critical value, 37.7 at 15 degrees of freedom)."""
+    from pipeline.blueprints.stories import like_template
+
+    counts = [0] * 16
+    for k in range(3200):
+        counts[like_template(f"seed-{k}", k % 2, 16)] += 1
+    chi2 = sum((c - 200) ** 2 / 200 for c in counts)
+    assert chi2 < 37.7, counts
+    assert like_template("st-x", 0, 16) == like_template("st-x", 0, 16)
+
+
+def test_every_constraint_of_the_corpus_is_shaped_like_its_drawn_exchange() -> None:
+    """Constraint turns take the shape of a story exchange drawn for them (``triggerbench like``), so that
+    across a dimension they follow the stories' own shape distribution; ``validate --stats`` counts them."""
     from pipeline.blueprints.loader import corpus_summary
 
-    coverage = corpus_summary(load_corpus([REPO / "blueprints"]))["constraint_turns_with_tight_twins"]
-    for dimension in ("safe_coding", "state_tracking"):
-        covered, total = map(int, coverage[dimension].split("/"))
-        assert total > 20 and covered == total, coverage
+    coverage = corpus_summary(load_corpus([REPO / "blueprints"]))["constraint_turns_shaped_like_a_story_exchange"]
+    counts = {dimension: tuple(map(int, value.split("/"))) for dimension, value in coverage.items()}
+    assert len(counts) == 5 and all(total >= 25 and covered >= 0.8 * total for covered, total in counts.values()), coverage
+    # the few left are turns whose required digits or names cannot fit a short drawn exchange (a clock time, "$12,000")
+    assert sum(c for c, _ in counts.values()) >= 0.9 * sum(t for _, t in counts.values()), coverage
 
 
 def test_validate_stats_count_placed_turns_with_shape_twins() -> None:
@@ -185,4 +216,37 @@ def test_validate_stats_count_placed_turns_with_shape_twins() -> None:
                              "safe_coding"}
     covered = sum(int(v.split("/")[0]) for v in coverage.values())
     placed = sum(int(v.split("/")[1]) for v in coverage.values())
-    assert placed > 350 and covered >= 0.9 * placed, coverage
+    # placed turns other than constraints with ``like`` (those are counted by the like stat): resolutions, updates
+    assert placed > 150 and covered >= 0.85 * placed, coverage
+
+
+def test_like_command_prints_the_drawn_exchange_and_what_is_missing(tmp_path: Path, capsys) -> None:
+    """``triggerbench like SEED`` names the drawn exchange, prints it, and says what the turn still misses until
+    it has that shape."""
+    from pipeline.blueprints.stories import like_template
+    from pipeline.cli import main
+
+    seed, pool = v2_seed(), story()
+    (tmp_path / "story.yaml").write_text(yaml.safe_dump(pool, sort_keys=False), encoding="utf-8")
+    (tmp_path / "bp.yaml").write_text(yaml.safe_dump(seed, sort_keys=False), encoding="utf-8")
+    drawn = like_template(seed["id"], 0, len(pool["exchanges"]))
+    assert main(["like", str(tmp_path / "bp.yaml"), "--corpus", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"constraints.0: like: {drawn} " in out and f"-> should be {drawn}" in out
+    assert pool["exchanges"][drawn]["user"] in out
+    assert ("outside: " in out) == bool(like_gaps_of(seed, pool, drawn))
+
+    _liked(seed, pool)
+    (tmp_path / "story.yaml").write_text(yaml.safe_dump(pool, sort_keys=False), encoding="utf-8")
+    (tmp_path / "bp.yaml").write_text(yaml.safe_dump(seed, sort_keys=False), encoding="utf-8")
+    assert main(["like", str(tmp_path / "bp.yaml"), "--corpus", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "shaped like it" in out and "should be" not in out
+
+
+def like_gaps_of(seed: dict, pool: dict, index: int) -> list[str]:
+    from pipeline.blueprints.loader import Exchange
+    from pipeline.blueprints.stories import like_gaps
+
+    turn = render(Blueprint.model_validate(seed)).constraints[0]
+    return like_gaps(turn.text, turn.reply, Exchange.model_validate(pool["exchanges"][index]))

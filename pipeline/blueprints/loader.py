@@ -286,7 +286,7 @@ def corpus_summary(corpus: Corpus) -> dict[str, Any]:
     and story-pool use (for ``validate --stats``)."""
     from collections import Counter
 
-    from pipeline.blueprints.stories import tight_coverage, twin_coverage  # stories imports this module
+    from pipeline.blueprints.stories import like_coverage, twin_coverage  # stories imports this module
 
     bps = [s.blueprint for s in corpus.blueprints]
     return {
@@ -305,13 +305,13 @@ def corpus_summary(corpus: Corpus) -> dict[str, Any]:
         "most_families_per_pool": max(Counter(b.topic for b in bps).values(), default=0),
         "zero_overlap": zero_overlap_share(corpus),
         "placed_turns_with_shape_twins": _twin_coverage(corpus, bps, twin_coverage),
-        "constraint_turns_with_tight_twins": _twin_coverage(corpus, bps, tight_coverage),
+        "constraint_turns_shaped_like_a_story_exchange": _twin_coverage(corpus, bps, like_coverage),
     }
 
 
 def _twin_coverage(corpus: Corpus, bps: list, coverage: Callable[[Any, Any], tuple[int, int]]) -> dict[str, str]:
     """Per dimension, ``"covered/counted"`` summed from ``coverage(blueprint, story pool)``
-    (``stories.twin_coverage`` or ``stories.tight_coverage``)."""
+    (``stories.twin_coverage`` or ``stories.like_coverage``)."""
     totals: dict[str, list[int]] = {}
     for b in bps:
         pool = corpus.fillers.get(b.topic)

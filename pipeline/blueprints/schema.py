@@ -46,6 +46,8 @@ class UserTurn(Strict):
     text: str = Field(min_length=1)
     at: datetime
     reply: str | None = None
+    like: int | None = Field(None, ge=0, description="index of the story exchange whose shape this constraint turn "
+                             "takes (assigned by `triggerbench like`, checked by the lint)")
 
     _parse_at = field_validator("at", mode="before")(_minute_time)
 

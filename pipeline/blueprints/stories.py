@@ -10,6 +10,7 @@ Also here: the RM probe in the user's own voice, with no answer alias to echo.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 
 from pipeline.blueprints.schema import Blueprint
@@ -22,8 +23,10 @@ PARITY_MARGIN = 3  # story turns needed on each side of a placed turn's length (
 LENGTH_BAND = (0.8, 1.25)  # a story turn "of the same length" as a placed turn: this ratio of its words
 LENGTH_MATCHES = 6  # story user turns (and replies) needed in that band around each placed turn (and reply)
 SHAPE_TWINS = 4  # story user turns a placed turn should have of its whole shape (``validate --stats`` counts them)
-TIGHT_CPW = 0.3  # a tight twin of a constraint turn: characters per word within this (the learned finder's cue)
-TIGHT_ABOVE = 2  # ... and this many tight twins at or above the constraint's characters per word
+LIKE_WORDS = (3, 0.15)  # a turn shaped like a story exchange: words within max(3, 15%) of the exchange's ...
+LIKE_MARKS = (2, 0.4)  # ... punctuation-and-digit count within max(2, 40%) ...
+LIKE_PER_WORD = 0.6  # ... characters per word within this, the same form (question or not) ...
+LIKE_REPLY = (12, 0.2)  # ... and a reply within max(12, 20%) of the exchange's reply words
 FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "my", "me", "we", "our", "us"})
 
 
@@ -73,6 +76,7 @@ def story_problems(bp: Blueprint, pool, families: int, slot_phrases: set[str]) -
         out.append(("update", "a resolution negative needs the benign 'update' exchange Pos-Clean carries in its "
                               "place (variant parity)", "parity-update"))
     out += list(_parity_problems(bp, pool))
+    out += list(_like_problems(bp, pool))
     out += _rm_problems(bp)
     return out
 
@@ -91,6 +95,8 @@ def _parity_problems(bp: Blueprint, pool) -> Iterator[tuple[str, str, str]]:
     replies = [word_count(ex.assistant) for ex in pool.exchanges]
     questions = sum("?" in ex.user for ex in pool.exchanges)
     for field, text, reply in placed_turns(bp):
+        if _like_of(bp, field) is not None:  # shaped like a drawn story exchange: _like_problems checks it
+            continue
         for side, words, spread in (("text", word_count(text), users), ("reply", word_count(reply), replies)):
             if reply is None and side == "reply":
                 continue
@@ -111,6 +117,61 @@ def _parity_problems(bp: Blueprint, pool) -> Iterator[tuple[str, str, str]]:
         if same < PARITY_MARGIN:
             yield (f"{field}.text", f"{'asks a question' if asks else 'asks nothing'}, like only {same} story user "
                    f"turns; need {PARITY_MARGIN} story turns of the same form", "story-form-parity")
+
+
+def _like_of(bp: Blueprint, field: str) -> int | None:
+    if not field.startswith("constraints."):
+        return None
+    return bp.constraints[int(field.split(".")[1])].like
+
+
+def like_template(seed_id: str, constraint: int, exchanges: int) -> int:
+    """The story exchange whose shape constraint turn ``constraint`` of seed ``seed_id`` takes: a uniform draw
+    over the story's ``exchanges``, seeded by seed and turn. A constraint written to a drawn exchange's shape
+    follows the story's own shape distribution, so no surface finder tells it from the exchanges around it
+    (an author choosing the shape would choose typical ones: the constraint would sit in the middle)."""
+    digest = hashlib.sha256(f"like:{seed_id}:{constraint}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % exchanges
+
+
+def like_gaps(text: str, reply: str | None, exchange) -> list[str]:
+    """How a turn (``text``, ``reply``) misses the shape of story ``exchange``: one message per feature
+    outside its tolerance (empty when it is shaped like it)."""
+    words, per_word, marks, asks = turn_shape(text)
+    t_words, t_per_word, t_marks, t_asks = turn_shape(exchange.user)
+    gaps = []
+    if abs(words - t_words) > max(LIKE_WORDS[0], LIKE_WORDS[1] * t_words):
+        gaps.append(f"{words} words, the exchange's user turn {t_words}")
+    if abs(marks - t_marks) > max(LIKE_MARKS[0], LIKE_MARKS[1] * t_marks):
+        gaps.append(f"{marks} punctuation marks and digits, the exchange's {t_marks}")
+    if abs(per_word - t_per_word) > LIKE_PER_WORD:
+        gaps.append(f"{per_word:.2f} characters per word, the exchange's {t_per_word:.2f}")
+    if asks != t_asks:
+        gaps.append(f"{'asks a question' if asks else 'asks nothing'}, unlike the exchange's user turn")
+    r_words, t_reply = word_count(reply), word_count(exchange.assistant)
+    if reply is not None and abs(r_words - t_reply) > max(LIKE_REPLY[0], LIKE_REPLY[1] * t_reply):
+        gaps.append(f"reply of {r_words} words, the exchange's {t_reply}")
+    return gaps
+
+
+def _like_problems(bp: Blueprint, pool) -> Iterator[tuple[str, str, str]]:
+    """A constraint with ``like: N`` must be story exchange N's shape, and N must be the drawn exchange."""
+    if bp.trigger.like is not None:
+        yield "trigger.like", "only constraint turns take a story exchange's shape", "like-shape"
+    for index, turn in enumerate(bp.constraints):
+        if turn.like is None:
+            continue
+        field = f"constraints.{index}.like"
+        if turn.like >= len(pool.exchanges):
+            yield field, f"story {pool.topic!r} has {len(pool.exchanges)} exchanges; there is no exchange {turn.like}", "like-shape"
+            continue
+        drawn = like_template(bp.id, index, len(pool.exchanges))
+        if turn.like != drawn:
+            yield field, f"names exchange {turn.like}, but the draw for this turn is exchange {drawn} (`triggerbench like`)", "like-shape"
+            continue
+        gaps = like_gaps(turn.text, turn.reply, pool.exchanges[turn.like])
+        if gaps:
+            yield field, f"not shaped like story exchange {turn.like}: {'; '.join(gaps)}", "like-shape"
 
 
 def _rm_problems(bp: Blueprint) -> list[tuple[str, str, str]]:
@@ -151,26 +212,19 @@ def shape_twins(text: str, pool) -> int:
     return len(_twin_densities(text, pool, 0.6))
 
 
-def tight_twins(text: str, pool) -> tuple[int, int]:
-    """``(tight twins, those at or above text's characters per word)`` among ``pool``'s user turns: a shape twin
-    (see :func:`shape_twins`) whose characters per word is within ``TIGHT_CPW``. A constraint turn dense with
-    names, numbers or identifiers is often the highest characters-per-word turn of its row; a classifier
-    over words and characters finds it there unless the story holds turns of that density on both sides."""
-    per_word = turn_shape(text)[1]
-    tight = _twin_densities(text, pool, TIGHT_CPW)
-    return len(tight), sum(c >= per_word for c in tight)
-
-
-def tight_coverage(bp: Blueprint, pool) -> tuple[int, int]:
-    """``(constraint turns with SHAPE_TWINS tight twins, TIGHT_ABOVE of them at or above it, constraint turns)``,
-    slots filled with their first alternatives (identifiers and names are what set the density)."""
+def like_coverage(bp: Blueprint, pool) -> tuple[int, int]:
+    """``(constraint turns that name their drawn exchange and have its shape, constraint turns)``, slots filled
+    with their first alternatives."""
     from pipeline.blueprints.slots import render
 
-    counts = [tight_twins(c.text, pool) for c in render(bp).constraints]
-    return sum(n >= SHAPE_TWINS and above >= TIGHT_ABOVE for n, above in counts), len(counts)
+    turns = render(bp).constraints
+    shaped = sum(t.like == like_template(bp.id, i, len(pool.exchanges)) and t.like < len(pool.exchanges)
+                 and not like_gaps(t.text, t.reply, pool.exchanges[t.like]) for i, t in enumerate(turns))
+    return shaped, len(turns)
 
 
 def twin_coverage(bp: Blueprint, pool) -> tuple[int, int]:
-    """``(placed turns with at least SHAPE_TWINS shape twins in the story, placed turns)``."""
-    placed = placed_turns(bp)
+    """``(placed turns with at least SHAPE_TWINS shape twins in the story, placed turns)``; constraint turns
+    shaped like a drawn exchange (``like``) are counted by :func:`like_coverage` instead."""
+    placed = [turn for turn in placed_turns(bp) if _like_of(bp, turn[0]) is None]
     return sum(shape_twins(text, pool) >= SHAPE_TWINS for _, text, _ in placed), len(placed)
