@@ -250,3 +250,22 @@ def like_gaps_of(seed: dict, pool: dict, index: int) -> list[str]:
 
     turn = render(Blueprint.model_validate(seed)).constraints[0]
     return like_gaps(turn.text, turn.reply, Exchange.model_validate(pool["exchanges"][index]))
+
+
+def test_a_redraw_takes_the_second_draw_and_says_why(tmp_path: Path) -> None:
+    """A turn whose facts cannot fit its first draw may take the one second draw, with a reason; the first
+    draw is then refused, and a reason without ``like`` is refused."""
+    from pipeline.blueprints.stories import like_template
+
+    seed, pool = v2_seed(), story()
+    first = like_template(seed["id"], 0, len(pool["exchanges"]))
+    second = like_template(seed["id"], 0, len(pool["exchanges"]), redraw=True)
+    assert second != first and 0 <= second < len(pool["exchanges"])
+    constraint = render(Blueprint.model_validate(seed)).constraints[0]
+    pool["exchanges"][second] = {"user": re.sub(r"[A-Za-z]", "a", constraint.text), "assistant": LONG}
+    seed["constraints"][0].update(like=second, redraw="the clock time needs more digits than the first draw has")
+    assert problems(tmp_path, seed, pool) == []
+    seed["constraints"][0]["like"] = first
+    assert any("the second draw (redraw) for this turn is exchange" in p for p in problems(tmp_path, seed, pool))
+    seed["constraints"][0].pop("like")
+    assert any("a redraw needs the redrawn exchange" in p for p in problems(tmp_path, seed, pool))

@@ -43,10 +43,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"{sourced.path}: topic {bp.topic!r} is not a story pool; nothing to shape")
             continue
         for index, turn in enumerate(bp.constraints):
-            drawn = like_template(bp.id, index, len(pool.exchanges))
+            drawn = like_template(bp.id, index, len(pool.exchanges), redraw=turn.redraw is not None)
             exchange = pool.exchanges[drawn]
             gaps = like_gaps(turn.text, turn.reply, exchange)
-            print(f"== {sourced.path} constraints.{index}: like: {drawn}  (story {pool.topic}, {len(pool.exchanges)} exchanges)")
+            second = "" if turn.redraw is not None else (
+                f"; second draw, only with a 'redraw' reason when this one cannot carry the turn's facts: "
+                f"{like_template(bp.id, index, len(pool.exchanges), redraw=True)}")
+            print(f"== {sourced.path} constraints.{index}: like: {drawn}  (story {pool.topic}, {len(pool.exchanges)} "
+                  f"exchanges{second})")
             print(f"   target : {_shape(exchange.user, exchange.assistant)}")
             print(f"   current: {_shape(turn.text, turn.reply)}  (slots filled with their first alternatives)")
             print(f"   set like: {turn.like}" + ("" if turn.like == drawn else f"  -> should be {drawn}"))

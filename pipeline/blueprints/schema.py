@@ -48,6 +48,8 @@ class UserTurn(Strict):
     reply: str | None = None
     like: int | None = Field(None, ge=0, description="index of the story exchange whose shape this constraint turn "
                              "takes (assigned by `triggerbench like`, checked by the lint)")
+    redraw: str | None = Field(None, min_length=1, description="why the first drawn exchange cannot carry this "
+                               "turn's required facts; `like` then names the second draw")
 
     _parse_at = field_validator("at", mode="before")(_minute_time)
 

@@ -125,13 +125,18 @@ def _like_of(bp: Blueprint, field: str) -> int | None:
     return bp.constraints[int(field.split(".")[1])].like
 
 
-def like_template(seed_id: str, constraint: int, exchanges: int) -> int:
+def like_template(seed_id: str, constraint: int, exchanges: int, redraw: bool = False) -> int:
     """The story exchange whose shape constraint turn ``constraint`` of seed ``seed_id`` takes: a uniform draw
     over the story's ``exchanges``, seeded by seed and turn. A constraint written to a drawn exchange's shape
     follows the story's own shape distribution, so no surface finder tells it from the exchanges around it
-    (an author choosing the shape would choose typical ones: the constraint would sit in the middle)."""
+    (an author choosing the shape would choose typical ones: the constraint would sit in the middle).
+    ``redraw``: the one second draw (another exchange), for a turn whose required facts cannot fit the first."""
     digest = hashlib.sha256(f"like:{seed_id}:{constraint}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") % exchanges
+    first = int.from_bytes(digest[:8], "big") % exchanges
+    if not redraw or exchanges < 2:
+        return first
+    digest = hashlib.sha256(f"like:{seed_id}:{constraint}:redraw".encode()).digest()
+    return (first + 1 + int.from_bytes(digest[:8], "big") % (exchanges - 1)) % exchanges
 
 
 def like_gaps(text: str, reply: str | None, exchange) -> list[str]:
@@ -160,14 +165,17 @@ def _like_problems(bp: Blueprint, pool) -> Iterator[tuple[str, str, str]]:
         yield "trigger.like", "only constraint turns take a story exchange's shape", "like-shape"
     for index, turn in enumerate(bp.constraints):
         if turn.like is None:
+            if turn.redraw is not None:
+                yield f"constraints.{index}.redraw", "a redraw needs the redrawn exchange in 'like'", "like-shape"
             continue
         field = f"constraints.{index}.like"
         if turn.like >= len(pool.exchanges):
             yield field, f"story {pool.topic!r} has {len(pool.exchanges)} exchanges; there is no exchange {turn.like}", "like-shape"
             continue
-        drawn = like_template(bp.id, index, len(pool.exchanges))
+        drawn = like_template(bp.id, index, len(pool.exchanges), redraw=turn.redraw is not None)
         if turn.like != drawn:
-            yield field, f"names exchange {turn.like}, but the draw for this turn is exchange {drawn} (`triggerbench like`)", "like-shape"
+            which = "the second draw (redraw)" if turn.redraw is not None else "the draw"
+            yield field, f"names exchange {turn.like}, but {which} for this turn is exchange {drawn} (`triggerbench like`)", "like-shape"
             continue
         gaps = like_gaps(turn.text, turn.reply, pool.exchanges[turn.like])
         if gaps:
@@ -218,7 +226,8 @@ def like_coverage(bp: Blueprint, pool) -> tuple[int, int]:
     from pipeline.blueprints.slots import render
 
     turns = render(bp).constraints
-    shaped = sum(t.like == like_template(bp.id, i, len(pool.exchanges)) and t.like < len(pool.exchanges)
+    shaped = sum(t.like == like_template(bp.id, i, len(pool.exchanges), redraw=t.redraw is not None)
+                 and t.like < len(pool.exchanges)
                  and not like_gaps(t.text, t.reply, pool.exchanges[t.like]) for i, t in enumerate(turns))
     return shaped, len(turns)
 
