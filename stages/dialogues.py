@@ -13,8 +13,11 @@ The rules (issue "Base dialogues v2"):
   dimension's constraint turns: ``stages.story_shape``), a shared filler pool is drawn in any
   order. No exchange mentions a gold slot or slot value.
 - **The constraint among equals**: it sits at a seeded position anywhere but the last two units
-  before the trigger (so position alone stays near chance), a second if-then constraint after it;
-  for attention recovery the user's own task comes first, the interruption last before the trigger.
+  before the trigger (so position alone stays near chance); an if-then pair takes a uniform pair of the
+  allowed positions; for attention recovery the user's own task comes first, the interruption last
+  before the trigger. Its shape is that of a story exchange drawn for it (``like:`` in the seed), and
+  in the zero-overlap dimensions the story turns share no content word with the trigger, as the
+  constraint does not (when the story has enough such exchanges).
 - **Variant parity**: where Neg-Clean resolves the risk (state tracking, safe coding), one unit
   after the constraints is the *parity slot*: the blueprint's benign ``update`` exchange, else a
   thematic exchange. Neg-Clean replaces that slot with the resolution, so turn counts, positions
@@ -40,8 +43,8 @@ from pipeline.blueprints.schema import TIME_FORMAT, Blueprint
 from pipeline.bounds import CountRange
 from pipeline.hashing import combine, sha256_json, source_digest
 from pipeline.stage import Drop, Item, MapStage, StageContext
-from pipeline.text import mentions, word_count
-from pipeline.vocabulary import DropReason
+from pipeline.text import content_words, mentions, word_count
+from pipeline.vocabulary import ZERO_OVERLAP_DIMENSIONS, DropReason
 from pipeline.blueprints.slots import render
 from pipeline.blueprints.stories import placed_turns
 from stages.generate.fillers import FillerGenerator, FillerParams, slot_values_of
@@ -112,6 +115,8 @@ class Dialogues(MapStage):
         low, high = self.params.filler_exchanges[bp["dimension"]]
         rng = ctx.rng(item["id"])
         wanted = rng.randint(low, high)
+        if bp["dimension"] in ZERO_OVERLAP_DIMENSIONS:
+            clean = _apart_from_trigger(clean, exchanges_all, bp["trigger"]["text"], wanted)
         if len(clean) < wanted:
             return Drop(DropReason.TOO_LITTLE_FILLER, f"topic {bp['topic']!r} has {len(clean)} slot-free exchanges, need {wanted}")
         story = pool.get("kind") == "story"
@@ -142,6 +147,16 @@ class Dialogues(MapStage):
             "provenance": {**item["provenance"], "dialogues": self.code_version()[:12], "oracles": item.get("oracles"),
                            **generated},
         }]
+
+
+def _apart_from_trigger(candidates: list[int], exchanges: list[dict], trigger: str, wanted: int) -> list[int]:
+    """The candidate exchanges whose user turn shares no content word with the trigger, when ``wanted`` of them
+    remain (else all candidates). In these dimensions the constraint shares none by construction (the paper's
+    zero-overlap property), so story turns that do would single it out as the one turn the trigger's words
+    never reach (a BM25 ranking put it among the trigger's six nearest turns 44% of the time, chance 63%)."""
+    words = content_words(trigger)
+    apart = [i for i in candidates if not content_words(exchanges[i]["user"]) & words]
+    return apart if len(apart) >= wanted else candidates
 
 
 def seed_view(blueprints: list[Item]) -> list[dict]:
@@ -239,13 +254,21 @@ def _slots(bp: dict, n: int, story: bool, rng: random.Random, window_units: int 
     after = (constraints - 1) + int(resolves) + (0 if attention else 1)  # units the first constraint needs after it
     if window_units is not None:  # a timed window holds the units after the constraint and the trigger
         first_low = max(first_low, min(n - window_units, last - after))
-    first = rng.randint(first_low, max(first_low, last - after))
-    special[first] = "constraint:0"
-    previous = first
-    if constraints > 1:
-        second = rng.randint(first + 1, max(first + 1, last - int(resolves) - (0 if attention else 1)))
-        special[second] = "constraint:1"
+    if constraints > 1 and window_units is None:
+        # an if-then pair: a uniform pair of the allowed positions (drawing the second after the first would
+        # crowd it towards the trigger, where a position finder would look for it)
+        high = last - int(resolves) - (0 if attention else 1)
+        first, second = sorted(rng.sample(range(first_low, high + 1), 2)) if high > first_low else (first_low, first_low + 1)
+        special[first], special[second] = "constraint:0", "constraint:1"
         previous = second
+    else:
+        first = rng.randint(first_low, max(first_low, last - after))
+        special[first] = "constraint:0"
+        previous = first
+        if constraints > 1:
+            second = rng.randint(first + 1, max(first + 1, last - int(resolves) - (0 if attention else 1)))
+            special[second] = "constraint:1"
+            previous = second
     if resolves:
         free = [p for p in range(previous + 1, last + 1) if p not in special]
         special[rng.choice(free) if free else last] = "parity"

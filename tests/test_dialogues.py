@@ -208,3 +208,47 @@ def test_random_story_choice_is_an_ordered_subset_spread_over_the_whole_story() 
     share = sum(used.values()) / 14
     assert set(used) == set(range(14)) and max(used.values()) < 1.5 * share and min(used.values()) > 0.5 * share
     assert [d["filler_ids"] for d in run()] == [d["filler_ids"] for d in out]
+
+
+def test_story_turns_share_no_word_with_the_trigger_when_the_story_allows() -> None:
+    """In a zero-overlap dimension the constraint shares no content word with the trigger, so story turns that
+    do are left out of the draw (they would leave the constraint as the one turn the trigger's words never
+    reach); with too few others, the draw takes the whole story."""
+    from pipeline.text import content_words
+
+    bp = seed("state_tracking/st-badge-side-door.yaml")
+    trigger = sorted(content_words(bp["trigger"]["text"]))[0]
+    pool = story(20)
+    for k in range(0, 20, 2):  # half the story's user turns use a word of the trigger
+        pool["pool"]["exchanges"][k]["user"] = f"Here is part {k} of my day, the {trigger} again, what next?"
+    items = [{"id": f"{bp['id']}--s{k:02d}", "seed_id": bp["id"], "split": "test", "blueprint": bp, "provenance": {}}
+             for k in range(10)]
+    out = Dialogues().run({"oracle_necessity": items, "load_fillers": [pool], "load_blueprints": corpus(bp)},
+                          StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
+    picked = [int(i.split("#")[1]) for d in out.items for i in d["filler_ids"]]
+    assert picked and all(k % 2 == 1 for k in picked)
+    for k in range(1, 20, 2):  # now only 3 exchanges keep clear of the trigger: fewer than a dialogue needs
+        if k > 5:
+            pool["pool"]["exchanges"][k]["user"] = f"Part {k}, the {trigger} once more?"
+    out = Dialogues().run({"oracle_necessity": items, "load_fillers": [pool], "load_blueprints": corpus(bp)},
+                          StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
+    assert any(int(i.split("#")[1]) % 2 == 0 for d in out.items for i in d["filler_ids"])
+
+
+def test_an_if_then_pair_spreads_over_the_allowed_positions() -> None:
+    """The two constraints of an if-then seed take a uniform pair of the allowed positions: neither the first
+    nor the last allowed position holds a constraint much more often than the others."""
+    import random
+
+    from stages.dialogues import _slots
+
+    bp = seed("logical_adherence/la-it-glucose-cake.yaml")
+    assert len(bp["constraints"]) == 2
+    counts = Counter()
+    for k in range(2000):
+        special = _slots(bp, 10, True, random.Random(k))
+        places = sorted(p for p, role in special.items() if role.startswith("constraint"))
+        assert len(places) == 2 and places[1] <= 8  # never the last unit before the trigger
+        counts.update(places)
+    assert set(counts) == set(range(9))
+    assert max(counts.values()) < 1.3 * min(counts.values()), counts  # each about 2/9 of the rows

@@ -26,6 +26,8 @@ from stages.story_shape import weighted_subset
 from stages.variants import render_messages
 from tests.conftest import REPO
 
+MARGIN = 0.22  # per dimension, above chance (logical adherence, with its if-then pairs, is the weakest: +0.18-0.20)
+TOTAL_MARGIN = 0.40  # summed over the five dimensions (chance sums to about 0.60; house-shaped constraints: 1.13-2.06)
 
 def test_weighted_subset_is_seeded_ordered_and_follows_the_weights() -> None:
     weights = [20.0] + [1.0] * 9
@@ -45,19 +47,20 @@ def real_corpus() -> tuple[list[dict], list[dict]]:
     return blueprints, fillers
 
 
-def _finder_hits(blueprints: list[dict], fillers: list[dict], choice: str) -> dict[str, float]:
+def _finder_hits(blueprints: list[dict], fillers: list[dict], choice: str | None = None) -> dict[str, tuple[float, float]]:
     """Per dimension: how often the audit's learned shape finder (family-grouped cross-validation over
-    the base dialogues) ranks the first constraint turn first."""
+    the base dialogues) ranks a constraint turn first, as the audit scores it, and the chance of that (mean share
+    of constraint turns among the candidates)."""
     items = [{"id": f"{b['id']}--s{k:02d}", "seed_id": b["id"], "split": "test", "blueprint": b["blueprint"],
               "provenance": {}} for b in blueprints for k in range(2)]
-    out = Dialogues({"story_choice": choice}).run(
+    out = Dialogues({"story_choice": choice} if choice else {}).run(
         {"oracle_necessity": items, "load_fillers": fillers, "load_blueprints": blueprints},
         StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
     rows = defaultdict(list)
     for d in out.items:
         messages = render_messages(d["turns"])
-        first = next(i for i, t in enumerate(d["turns"]) if t["kind"] == "constraint")
-        turns, _ = extract({"messages": messages, "constraint_turns": [first], "trigger_turn": len(messages) - 1},
+        constraints = [i for i, t in enumerate(d["turns"]) if t["kind"] == "constraint" and t["role"] == "user"]
+        turns, _ = extract({"messages": messages, "constraint_turns": constraints, "trigger_turn": len(messages) - 1},
                            keep_texts=False)
         rows[d["blueprint"]["dimension"]].append((turns, d["seed_id"]))
     hits = {}
@@ -66,17 +69,20 @@ def _finder_hits(blueprints: list[dict], fillers: list[dict], choice: str) -> di
             turns = [t for t, _ in group]
             scored = learned.learned_finder(learned.LearnedRows(turns, [learned.turn_features(t) for t in turns],
                                                                 [family for _, family in group]))
-            hits[dimension] = float(np.mean([h for h in scored if h is not None]))
+            hits[dimension] = (float(np.mean([h for h in scored if h is not None])),
+                               float(np.mean([t.is_constraint.sum() / t.n for t in turns])))
     return hits
 
 
-@pytest.mark.slow  # the whole corpus through the dialogues stage, twice
-def test_matched_choice_hides_the_constraint_from_a_shape_classifier(real_corpus) -> None:
-    """The learned shape finder finds the constraint less often among matched story turns than among a
-    random ordered subset, in every dimension (measured on this corpus, two renderings per seed: 1.13 vs
-    2.06 summed over the five dimensions; chance about 0.11 each)."""
+@pytest.mark.slow  # the whole corpus through the dialogues stage
+def test_the_shape_finder_stays_near_chance_on_base_dialogues(real_corpus) -> None:
+    """With every constraint turn written to the shape of a drawn story exchange (``like:``), the learned
+    shape finder finds a constraint of a base dialogue little more often than chance in every
+    dimension, with the default story choice (measured on this corpus, two renderings per seed: 0.93 summed over
+    the five dimensions, chance 0.60; with the house-shaped constraints before, counting the first constraint
+    only: 1.13 matched, 2.06 random)."""
     blueprints, fillers = real_corpus
-    matched, random_ = _finder_hits(blueprints, fillers, "matched"), _finder_hits(blueprints, fillers, "random")
-    assert set(matched) == set(random_) and len(matched) == 5
-    assert all(matched[d] < random_[d] for d in matched), (matched, random_)
-    assert sum(matched.values()) < 0.7 * sum(random_.values()), (matched, random_)
+    hits = _finder_hits(blueprints, fillers)
+    assert len(hits) == 5
+    assert all(hit <= chance + MARGIN for hit, chance in hits.values()), hits
+    assert sum(hit for hit, _ in hits.values()) <= sum(chance for _, chance in hits.values()) + TOTAL_MARGIN, hits
