@@ -103,6 +103,13 @@ class Dialogues(MapStage):
                                                   {seed["id"]: seed["slot_values"] for seed in seeds}) if llm else None)
         self.typing = TypingModel(self.params.timing)
         self.shapes = shape_matcher(seeds, self.pools, self.params)
+        self.user_words: dict[str, list[frozenset[str]]] = {}
+
+    def _user_words(self, topic: str) -> list[frozenset[str]]:
+        """Content words of each user turn of pool ``topic``, tokenized once per build, not once per item."""
+        if topic not in self.user_words:
+            self.user_words[topic] = [content_words(ex["user"]) for ex in self.pools[topic]["exchanges"]]
+        return self.user_words[topic]
 
     def process(self, item: Item, ctx: StageContext) -> list[Item] | Drop:
         bp = item["blueprint"]
@@ -116,7 +123,7 @@ class Dialogues(MapStage):
         rng = ctx.rng(item["id"])
         wanted = rng.randint(low, high)
         if bp["dimension"] in ZERO_OVERLAP_DIMENSIONS:
-            clean = _apart_from_trigger(clean, exchanges_all, bp["trigger"]["text"], wanted)
+            clean = _apart_from_trigger(clean, self._user_words(bp["topic"]), bp["trigger"]["text"], wanted)
         if len(clean) < wanted:
             return Drop(DropReason.TOO_LITTLE_FILLER, f"topic {bp['topic']!r} has {len(clean)} slot-free exchanges, need {wanted}")
         story = pool.get("kind") == "story"
@@ -149,13 +156,13 @@ class Dialogues(MapStage):
         }]
 
 
-def _apart_from_trigger(candidates: list[int], exchanges: list[dict], trigger: str, wanted: int) -> list[int]:
+def _apart_from_trigger(candidates: list[int], user_words: list[frozenset[str]], trigger: str, wanted: int) -> list[int]:
     """The candidate exchanges whose user turn shares no content word with the trigger, when ``wanted`` of them
     remain (else all candidates). In these dimensions the constraint shares none by construction (the paper's
     zero-overlap property), so story turns that do would single it out as the one turn the trigger's words
     never reach (a BM25 ranking put it among the trigger's six nearest turns 44% of the time, chance 63%)."""
     words = content_words(trigger)
-    apart = [i for i in candidates if not content_words(exchanges[i]["user"]) & words]
+    apart = [i for i in candidates if not user_words[i] & words]
     return apart if len(apart) >= wanted else candidates
 
 
@@ -254,21 +261,15 @@ def _slots(bp: dict, n: int, story: bool, rng: random.Random, window_units: int 
     after = (constraints - 1) + int(resolves) + (0 if attention else 1)  # units the first constraint needs after it
     if window_units is not None:  # a timed window holds the units after the constraint and the trigger
         first_low = max(first_low, min(n - window_units, last - after))
-    if constraints > 1 and window_units is None:
-        # an if-then pair: a uniform pair of the allowed positions (drawing the second after the first would
-        # crowd it towards the trigger, where a position finder would look for it)
+    if constraints > 1:  # an if-then pair: a uniform pair of the allowed positions (drawing the second after
+        # the first would crowd it towards the trigger, where a position finder would look for it)
         high = last - int(resolves) - (0 if attention else 1)
         first, second = sorted(rng.sample(range(first_low, high + 1), 2)) if high > first_low else (first_low, first_low + 1)
         special[first], special[second] = "constraint:0", "constraint:1"
         previous = second
     else:
-        first = rng.randint(first_low, max(first_low, last - after))
-        special[first] = "constraint:0"
-        previous = first
-        if constraints > 1:
-            second = rng.randint(first + 1, max(first + 1, last - int(resolves) - (0 if attention else 1)))
-            special[second] = "constraint:1"
-            previous = second
+        previous = rng.randint(first_low, max(first_low, last - after))
+        special[previous] = "constraint:0"
     if resolves:
         free = [p for p in range(previous + 1, last + 1) if p not in special]
         special[rng.choice(free) if free else last] = "parity"

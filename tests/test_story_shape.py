@@ -29,6 +29,7 @@ from tests.conftest import REPO
 MARGIN = 0.22  # per dimension, above chance (logical adherence, with its if-then pairs, is the weakest: +0.18-0.20)
 TOTAL_MARGIN = 0.40  # summed over the five dimensions (chance sums to about 0.60; house-shaped constraints: 1.13-2.06)
 
+
 def test_weighted_subset_is_seeded_ordered_and_follows_the_weights() -> None:
     weights = [20.0] + [1.0] * 9
     draws = [weighted_subset(range(10), weights, 3, random.Random(k)) for k in range(2000)]
@@ -47,13 +48,13 @@ def real_corpus() -> tuple[list[dict], list[dict]]:
     return blueprints, fillers
 
 
-def _finder_hits(blueprints: list[dict], fillers: list[dict], choice: str | None = None) -> dict[str, tuple[float, float]]:
+def _finder_hits(blueprints: list[dict], fillers: list[dict]) -> dict[str, tuple[float, float]]:
     """Per dimension: how often the audit's learned shape finder (family-grouped cross-validation over
     the base dialogues) ranks a constraint turn first, as the audit scores it, and the chance of that (mean share
     of constraint turns among the candidates)."""
     items = [{"id": f"{b['id']}--s{k:02d}", "seed_id": b["id"], "split": "test", "blueprint": b["blueprint"],
               "provenance": {}} for b in blueprints for k in range(2)]
-    out = Dialogues({"story_choice": choice} if choice else {}).run(
+    out = Dialogues().run(
         {"oracle_necessity": items, "load_fillers": fillers, "load_blueprints": blueprints},
         StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
     rows = defaultdict(list)

@@ -30,7 +30,7 @@ def _shape(text: str, reply: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    pools = {topic: pool for topic, pool in load_corpus([args.corpus], lint=False).fillers.items()}
+    pools = load_corpus([args.corpus], lint=False).fillers
     seeds = load_corpus(args.paths, lint=False)
     if seeds.problems:
         for problem in seeds.problems:

@@ -159,27 +159,32 @@ def like_gaps(text: str, reply: str | None, exchange) -> list[str]:
     return gaps
 
 
+def _like_problem(bp: Blueprint, index: int, pool) -> tuple[str, str, str] | None:
+    """What is wrong with constraint ``index``'s ``like`` (and ``redraw``), or None: N must exist, be the drawn
+    exchange (the second draw with a redraw reason), and the turn must have its shape."""
+    turn = bp.constraints[index]
+    if turn.like is None:
+        return ((f"constraints.{index}.redraw", "a redraw needs the redrawn exchange in 'like'", "like-shape")
+                if turn.redraw is not None else None)
+    field = f"constraints.{index}.like"
+    if turn.like >= len(pool.exchanges):
+        return field, f"story {pool.topic!r} has {len(pool.exchanges)} exchanges; there is no exchange {turn.like}", "like-shape"
+    drawn = like_template(bp.id, index, len(pool.exchanges), redraw=turn.redraw is not None)
+    if turn.like != drawn:
+        which = "the second draw (redraw)" if turn.redraw is not None else "the draw"
+        return field, f"names exchange {turn.like}, but {which} for this turn is exchange {drawn} (`triggerbench like`)", "like-shape"
+    gaps = like_gaps(turn.text, turn.reply, pool.exchanges[turn.like])
+    return (field, f"not shaped like story exchange {turn.like}: {'; '.join(gaps)}", "like-shape") if gaps else None
+
+
 def _like_problems(bp: Blueprint, pool) -> Iterator[tuple[str, str, str]]:
     """A constraint with ``like: N`` must be story exchange N's shape, and N must be the drawn exchange."""
     if bp.trigger.like is not None:
         yield "trigger.like", "only constraint turns take a story exchange's shape", "like-shape"
-    for index, turn in enumerate(bp.constraints):
-        if turn.like is None:
-            if turn.redraw is not None:
-                yield f"constraints.{index}.redraw", "a redraw needs the redrawn exchange in 'like'", "like-shape"
-            continue
-        field = f"constraints.{index}.like"
-        if turn.like >= len(pool.exchanges):
-            yield field, f"story {pool.topic!r} has {len(pool.exchanges)} exchanges; there is no exchange {turn.like}", "like-shape"
-            continue
-        drawn = like_template(bp.id, index, len(pool.exchanges), redraw=turn.redraw is not None)
-        if turn.like != drawn:
-            which = "the second draw (redraw)" if turn.redraw is not None else "the draw"
-            yield field, f"names exchange {turn.like}, but {which} for this turn is exchange {drawn} (`triggerbench like`)", "like-shape"
-            continue
-        gaps = like_gaps(turn.text, turn.reply, pool.exchanges[turn.like])
-        if gaps:
-            yield field, f"not shaped like story exchange {turn.like}: {'; '.join(gaps)}", "like-shape"
+    for index in range(len(bp.constraints)):
+        problem = _like_problem(bp, index, pool)
+        if problem is not None:
+            yield problem
 
 
 def _rm_problems(bp: Blueprint) -> list[tuple[str, str, str]]:
@@ -225,11 +230,10 @@ def like_coverage(bp: Blueprint, pool) -> tuple[int, int]:
     with their first alternatives."""
     from pipeline.blueprints.slots import render
 
-    turns = render(bp).constraints
-    shaped = sum(t.like == like_template(bp.id, i, len(pool.exchanges), redraw=t.redraw is not None)
-                 and t.like < len(pool.exchanges)
-                 and not like_gaps(t.text, t.reply, pool.exchanges[t.like]) for i, t in enumerate(turns))
-    return shaped, len(turns)
+    rendered = render(bp)
+    shaped = sum(turn.like is not None and _like_problem(rendered, i, pool) is None
+                 for i, turn in enumerate(rendered.constraints))
+    return shaped, len(rendered.constraints)
 
 
 def twin_coverage(bp: Blueprint, pool) -> tuple[int, int]:
