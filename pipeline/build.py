@@ -142,9 +142,9 @@ def build(options: BuildOptions) -> BuildOutcome:
         def make_context(stage: Stage) -> StageContext:
             if oracle is not None and stage.name in ORACLE_STAGES:  # the oracles' own endpoint and model
                 return StageContext(seed=config.seed, stage=stage.name, environment=oracle_env,
-                                    services={"llm": oracle, "llm_judge": oracle}, log=log)
+                                    services={"llm": oracle, "llm_judge": oracle}, cache_dir=cache_dir, log=log)
             return StageContext(seed=config.seed, stage=stage.name, environment=env,
-                                services={"llm": llm} if llm else {}, log=log)
+                                services={"llm": llm} if llm else {}, cache_dir=cache_dir, log=log)
 
         items = ItemCache(cache_dir / "items.sqlite")
         try:

@@ -48,12 +48,14 @@ from pipeline.vocabulary import ZERO_OVERLAP_DIMENSIONS, DropReason
 from pipeline.blueprints.slots import render
 from pipeline.blueprints.stories import placed_turns
 from stages.generate.fillers import FillerGenerator, FillerParams, slot_values_of
-from stages import story_shape, timing
+from stages import story_shape, timing, trigger_affinity
+from stages.audit.embeddings import Embedder, LoadedModel, load_embedding_model
 from stages.story_shape import ShapeMatcher
 from stages.timing import TimingParams, TypingModel, WakingClock
+from stages.trigger_affinity import TriggerAffinity
 
 DEFAULT_FILLER = {
-    "state_tracking": (7, 9),
+    "state_tracking": (6, 8),
     "temporal_grounding": (8, 9),
     "logical_adherence": (7, 8),
     "attention_recovery": (6, 7),
@@ -75,6 +77,13 @@ class DialogueParams(BaseModel):
     # 100 rather than 20: with tight shape twins in the stories, a wider range lets the draw take them (release
     # audit of 90b7e0f: failing shortcut cells 23 -> 14, logical adherence's learned_form 0.30 -> 0.25)
     shape_weight_cap: float = Field(100.0, ge=1, description="largest (and 1/smallest) weight of a story exchange")
+    # in the zero-overlap dimensions, story exchanges are also weighted so that their user turns' cosine to the
+    # row's trigger follows the constraints' (stages/trigger_affinity.py); the model is the audit's resolution
+    trigger_affinity: bool = True
+    affinity_weight_cap: float = Field(20.0, ge=1, description="largest (and 1/smallest) trigger-affinity weight")
+    embedding_model: str | None = None
+    # dimensions whose story turns share no content word with the trigger when the story allows (as the constraint)
+    apart_from_trigger: tuple[str, ...] = tuple(ZERO_OVERLAP_DIMENSIONS)
     timing: TimingParams = TimingParams()
     llm: FillerParams = FillerParams()
 
@@ -88,8 +97,15 @@ class Dialogues(MapStage):
         return ("llm",)  # the corpus comes in through the inputs (their digests are in every item key)
 
     def code_version(self) -> str:
-        """This module, the shape matcher and the typing model its timestamps come from."""
-        return combine(self.version, source_digest(type(self), timing, story_shape))
+        """This module, the shape matcher, the trigger affinity (and its embedding model) and the typing model."""
+        model = self._embedding_model().choice.key if self.params.trigger_affinity else "no-trigger-affinity"
+        return combine(self.version, source_digest(type(self), timing, story_shape, trigger_affinity), model)
+
+    def _embedding_model(self) -> LoadedModel:
+        """The audit's embedding model, resolved once per stage instance (its weights load on first use)."""
+        if getattr(self, "_resolved_model", None) is None:
+            self._resolved_model = load_embedding_model(self.params.embedding_model, lazy=True)
+        return self._resolved_model
 
     def side_input_digest(self, name: str, items: list[Item]) -> str:
         """Of the seeds, only what :func:`seed_view` keeps (editing a seed's intent or RM probe keeps every item)."""
@@ -104,6 +120,20 @@ class Dialogues(MapStage):
         self.typing = TypingModel(self.params.timing)
         self.shapes = shape_matcher(seeds, self.pools, self.params)
         self.user_words: dict[str, list[frozenset[str]]] = {}
+        self.affinity = None
+        if self.params.trigger_affinity:
+            embedder = Embedder(self._embedding_model(), ctx.cache_dir / "embeddings" if ctx.cache_dir else None)
+            self.affinity = TriggerAffinity(embedder, seeds, self.pools, ZERO_OVERLAP_DIMENSIONS, self._seed_candidates,
+                                            self.params.affinity_weight_cap)
+            ctx.log.info("dialogues: trigger affinity (mean cosine to the trigger) %s", self.affinity.describe())
+
+    def _seed_candidates(self, seed: dict, pool: dict) -> list[int]:
+        """The exchanges of ``pool`` a row of ``seed`` may draw from (slot mentions aside): the trigger-apart ones."""
+        everything = list(range(len(pool["exchanges"])))
+        if seed["dimension"] not in self.params.apart_from_trigger:
+            return everything
+        low = self.params.filler_exchanges[seed["dimension"]][0]
+        return _apart_from_trigger(everything, self._user_words(seed["topic"]), seed["trigger"], low)
 
     def _user_words(self, topic: str) -> list[frozenset[str]]:
         """Content words of each user turn of pool ``topic``, tokenized once per build, not once per item."""
@@ -122,14 +152,17 @@ class Dialogues(MapStage):
         low, high = self.params.filler_exchanges[bp["dimension"]]
         rng = ctx.rng(item["id"])
         wanted = rng.randint(low, high)
-        if bp["dimension"] in ZERO_OVERLAP_DIMENSIONS:
+        if bp["dimension"] in self.params.apart_from_trigger:
             clean = _apart_from_trigger(clean, self._user_words(bp["topic"]), bp["trigger"]["text"], wanted)
         if len(clean) < wanted:
             return Drop(DropReason.TOO_LITTLE_FILLER, f"topic {bp['topic']!r} has {len(clean)} slot-free exchanges, need {wanted}")
         story = pool.get("kind") == "story"
         if story and self.params.story_choice == "matched":  # a story keeps the order a person would have it in
-            picked = story_shape.weighted_subset(clean, self.shapes.weights(bp["dimension"], bp["topic"], exchanges_all),
-                                                 wanted, rng)
+            weights = self.shapes.weights(bp["dimension"], bp["topic"], exchanges_all)
+            if self.affinity is not None and bp["dimension"] in ZERO_OVERLAP_DIMENSIONS:
+                affinity = self.affinity.weights(bp["dimension"], bp["topic"], bp["trigger"]["text"])
+                weights = [shape * near for shape, near in zip(weights, affinity)]
+            picked = story_shape.weighted_subset(clean, weights, wanted, rng)
         elif story and self.params.story_choice == "random":
             picked = sorted(rng.sample(clean, wanted))
         elif story:
@@ -167,13 +200,14 @@ def _apart_from_trigger(candidates: list[int], user_words: list[frozenset[str]],
 
 
 def seed_view(blueprints: list[Item]) -> list[dict]:
-    """What the stage reads of the ``load_blueprints`` items: per seed its id, dimension, topic, placed
-    constraint turns (slots filled with their first alternatives: ``(text, reply)``) and slot values."""
+    """What the stage reads of the ``load_blueprints`` items: per seed its id, dimension, topic, trigger and
+    placed constraint turns (slots filled with their first alternatives; turns as ``(text, reply)``) and slot
+    values."""
     view = []
     for item in blueprints:
         seed = Blueprint.model_validate(item["blueprint"])
         bp = render(seed)
-        view.append({"id": seed.id, "dimension": str(bp.dimension), "topic": bp.topic,
+        view.append({"id": seed.id, "dimension": str(bp.dimension), "topic": bp.topic, "trigger": bp.trigger.text,
                      "placed": [[text, reply] for field, text, reply in placed_turns(bp) if field.startswith("constraints")],
                      "slot_values": slot_values_of(seed)})
     return view

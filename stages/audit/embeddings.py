@@ -10,6 +10,7 @@ vectors in SQLite keyed by (model key, sha256(text)), so a rerun re-embeds nothi
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.resources
 import logging
@@ -90,7 +91,9 @@ def bundled_model_dir() -> Path:
     return Path(str(importlib.resources.files(BUNDLED_MODULE) / "model"))
 
 
+@functools.lru_cache(maxsize=4)
 def _load(location: str) -> Any:
+    """A ``SentenceTransformer`` from ``location``, loaded once per process (encoding leaves it unchanged)."""
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(location, device="cpu")
@@ -177,7 +180,7 @@ class EmbeddingCache:
     def __init__(self, directory: Path, model_key: str) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / f"{model_key[:24]}.sqlite"
-        self.connection = sqlite3.connect(self.path)
+        self.connection = sqlite3.connect(self.path, timeout=120)  # builds and tests may share one cache
         self.connection.execute("PRAGMA journal_mode=WAL")
         self.connection.execute("CREATE TABLE IF NOT EXISTS vectors (sha TEXT PRIMARY KEY, vector BLOB NOT NULL)")
 
