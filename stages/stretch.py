@@ -34,7 +34,7 @@ from pipeline.stage import Drop, Dropped, Item, MapStage, StageContext
 from pipeline.text import mentions
 from pipeline.vocabulary import DropReason
 from stages import injection, timing
-from stages.audit.embeddings import Embedder, load_embedding_model
+from stages.audit.embeddings import Embedder, LoadedModel, load_embedding_model
 from stages.distractors import fill as filling
 from stages.distractors import semantic
 from stages.distractors.fill import fill_budget
@@ -109,16 +109,14 @@ class Stretch(MapStage):
 
     def code_version(self) -> str:
         """This module, its helpers and the embedding model the semantic filter uses."""
-        model = self._embedder().choice.key if self.params.semantic_filter else "no-semantic-filter"
+        model = self._embedding_model().choice.key if self.params.semantic_filter else "no-semantic-filter"
         return combine(self.version, source_digest(type(self), timing, injection, filling, semantic), model)
 
-    def _embedder(self) -> Embedder:
-        """The audit's embedding model, loaded once per stage instance, with the build's embedding cache."""
-        if getattr(self, "_loaded_embedder", None) is None:
-            from pipeline.build import default_cache_dir
-
-            self._loaded_embedder = Embedder(load_embedding_model(self.params.embedding_model, lazy=True), default_cache_dir())
-        return self._loaded_embedder
+    def _embedding_model(self) -> LoadedModel:
+        """The audit's embedding model, resolved once per stage instance (its weights load on first use)."""
+        if getattr(self, "_resolved_model", None) is None:
+            self._resolved_model = load_embedding_model(self.params.embedding_model, lazy=True)
+        return self._resolved_model
 
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         self.by_source: dict[str, list[Item]] = {}
@@ -129,8 +127,11 @@ class Stretch(MapStage):
         self.routes = ctx.environment["distractors"]["routes"]
         # nights come from the waking clock of ``stages.injection``, not from the model's breaks
         self.model = TypingModel(self.params.timing.model_copy(update={"night_probability": 0.0}))
-        self.semantic = (SemanticFilter(self._embedder(), side_inputs["distractor_pool"], self.params.semantic_percentile,
-                                        self.params.semantic_floor) if self.params.semantic_filter else None)
+        self.semantic = None
+        if self.params.semantic_filter:  # vectors kept in the build's embedding cache, which the audit shares
+            embedder = Embedder(self._embedding_model(), ctx.cache_dir / "embeddings" if ctx.cache_dir else None)
+            self.semantic = SemanticFilter(embedder, side_inputs["distractor_pool"], self.params.semantic_percentile,
+                                           self.params.semantic_floor)
 
     def _mentions_slot(self, snippet: Item, slots: list[str]) -> bool:
         text = self.lowered[snippet["id"]]
