@@ -6,7 +6,7 @@ Out: one item per blueprint with ``turns`` (role, content without timestamp, ``a
 ``kind`` in constraint / interruption / filler / update / trigger) and ``parity_index`` (the user
 turn where a Neg-Clean twin carries its resolution, or None).
 
-The rules (issue "Base dialogues v2"):
+The rules (issue "Base dialogues v2"; the positions and times are computed in :mod:`stages.dialogue_layout`):
 
 - **One story**: thematic exchanges come from the pool the blueprint's ``topic`` names; a
   ``kind: story`` pool keeps its order (an ordered subset, weighted towards the shapes of the
@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import math
 import random
-from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.blueprints.schema import TIME_FORMAT, Blueprint
+from pipeline.blueprints.schema import Blueprint
 from pipeline.bounds import CountRange
 from pipeline.hashing import combine, sha256_json, source_digest
 from pipeline.stage import Drop, Item, MapStage, StageContext
@@ -48,10 +47,11 @@ from pipeline.vocabulary import ZERO_OVERLAP_DIMENSIONS, DropReason
 from pipeline.blueprints.slots import render
 from pipeline.blueprints.stories import placed_turns
 from stages.generate.fillers import FillerGenerator, FillerParams, slot_values_of
-from stages import story_shape, timing, trigger_affinity
+from stages import dialogue_layout, story_shape, timing, trigger_affinity
 from stages.audit.embeddings import Embedder, LoadedModel, load_embedding_model
 from stages.story_shape import ShapeMatcher
-from stages.timing import TimingParams, TypingModel, WakingClock
+from stages.dialogue_layout import assign_times, layout, position_fraction, units_in_window
+from stages.timing import TimingParams, TypingModel
 from stages.trigger_affinity import TriggerAffinity
 
 DEFAULT_FILLER = {
@@ -62,8 +62,6 @@ DEFAULT_FILLER = {
     "safe_coding": (5, 7),
 }
 JITTER = 0.35  # log-distance noise in the story subset, so renderings of one seed take different exchanges
-ANCHOR_SHIFT_MINUTES = (-5, 4)
-WAKING_ORIGIN_DAYS = 60  # the waking clock counts from this many days before the trigger (rows span less)  # the trigger (and a temporal constraint) move by a seeded amount in this range
 
 
 class DialogueParams(BaseModel):
@@ -99,7 +97,7 @@ class Dialogues(MapStage):
     def code_version(self) -> str:
         """This module, the shape matcher, the trigger affinity (and its embedding model) and the typing model."""
         model = self._embedding_model().choice.key if self.params.trigger_affinity else "no-trigger-affinity"
-        return combine(self.version, source_digest(type(self), timing, story_shape, trigger_affinity), model)
+        return combine(self.version, source_digest(type(self), dialogue_layout, timing, story_shape, trigger_affinity), model)
 
     def _embedding_model(self) -> LoadedModel:
         """The audit's embedding model, resolved once per stage instance (its weights load on first use)."""
@@ -174,8 +172,9 @@ class Dialogues(MapStage):
         if self.filler_llm is not None:
             exchanges, filler_ids, record = self.filler_llm.replace(item, exchanges, filler_ids, ctx, ctx.services["llm"])
             generated = {"fillers": record}
-        turns, parity = _layout(bp, exchanges, story, rng, _units_in_window(bp, exchanges, self.typing))
-        _assign_times(turns, bp, self.typing, rng)
+        window = units_in_window(bp, exchanges, self.typing)
+        turns, parity = layout(bp, exchanges, story, rng, window, position_fraction(item, ctx))
+        assign_times(turns, bp, self.typing, rng)
         return [{
             "id": item["id"],
             "seed_id": item["seed_id"],
@@ -252,134 +251,3 @@ def closest_exchanges(candidates: list[int], wanted: int, exchanges: list[dict],
         return gap + rng.uniform(0.0, JITTER)
 
     return sorted(candidates, key=distance)[:wanted]
-
-
-def _pair(user: str, kind: str, reply: str | None) -> list[dict]:
-    turns = [{"role": "user", "content": user, "at": None, "kind": kind}]
-    if reply is not None:
-        turns.append({"role": "assistant", "content": reply, "at": None, "kind": kind})
-    return turns
-
-
-def _units_in_window(bp: dict, exchanges: list[dict], typing: TypingModel) -> int | None:
-    """Temporal grounding: how many exchanges (and the trigger) fit between constraint and trigger at the
-    least pace a person reads and types (the typing model's floor for the story's average exchange), so
-    that the deadline's window is never packed with several turns a minute. None without a timed window."""
-    if not bp.get("timing") or not exchanges:
-        return None
-    window = (datetime.strptime(bp["trigger"]["at"], TIME_FORMAT)
-              - datetime.strptime(bp["constraints"][0]["at"], TIME_FORMAT)).total_seconds()
-    read = sum(word_count(ex["assistant"]) for ex in exchanges) / len(exchanges)
-    written = sum(word_count(ex["user"]) for ex in exchanges) / len(exchanges)
-    return max(1, int(window // typing.floor(round(read), round(written))))
-
-
-def _slots(bp: dict, n: int, story: bool, rng: random.Random, window_units: int | None = None) -> dict[int, str]:
-    """Positions (0..n-1, before the trigger) of the special units: constraints, interruption, parity.
-
-    Attention recovery with a story pool: the user's task first, the interruption last. With a shared
-    filler pool (legacy seeds, whose pool is about the interrupting problem) the interruption follows
-    the constraint at once and the pool's exchanges continue the problem.
-    """
-    special: dict[int, str] = {}
-    attention = bp.get("interruption") is not None
-    if attention and not story:
-        return {0: "constraint:0", 1: "interruption"}
-    last = n - 1
-    if attention:
-        special[last] = "interruption"
-        last -= 1
-    first_low = 1 if attention else 0  # attention recovery: the user's own task comes first
-    constraints = len(bp["constraints"])
-    resolves = bool(bp.get("negative") and bp["negative"]["kind"] == "resolution")
-    after = (constraints - 1) + int(resolves) + (0 if attention else 1)  # units the first constraint needs after it
-    if window_units is not None:  # a timed window holds the units after the constraint and the trigger
-        first_low = max(first_low, min(n - window_units, last - after))
-    if constraints > 1:  # an if-then pair: a uniform pair of the allowed positions (drawing the second after
-        # the first would crowd it towards the trigger, where a position finder would look for it)
-        high = last - int(resolves) - (0 if attention else 1)
-        first, second = sorted(rng.sample(range(first_low, high + 1), 2)) if high > first_low else (first_low, first_low + 1)
-        special[first], special[second] = "constraint:0", "constraint:1"
-        previous = second
-    else:
-        previous = rng.randint(first_low, max(first_low, last - after))
-        special[previous] = "constraint:0"
-    if resolves:
-        free = [p for p in range(previous + 1, last + 1) if p not in special]
-        special[rng.choice(free) if free else last] = "parity"
-    return special
-
-
-def _layout(bp: dict, fillers: list[dict], story: bool, rng: random.Random,
-            window_units: int | None = None) -> tuple[list[dict], int | None]:
-    """Order the turns; return them and the user-turn index of the parity slot (or None)."""
-    update = bp.get("update")
-    resolves = bool(bp.get("negative") and bp["negative"]["kind"] == "resolution")
-    n = len(fillers) + len(bp["constraints"]) + int(bp.get("interruption") is not None) + int(resolves and update is not None)
-    special = _slots(bp, n, story, rng, window_units)
-    queue = list(fillers)
-    turns: list[dict] = []
-    parity = None
-    for position in range(n):
-        role = special.get(position)
-        if role is not None and role.startswith("constraint:"):
-            turn = bp["constraints"][int(role.split(":")[1])]
-            turns += _pair(turn["text"], "constraint", turn.get("reply"))
-        elif role == "interruption":
-            turns += _pair(bp["interruption"]["text"], "interruption", bp["interruption"].get("reply"))
-        elif role == "parity" and update is not None:
-            parity = len(turns)
-            turns += _pair(update["text"], "update", update["reply"])
-        else:
-            if role == "parity":
-                parity = len(turns)
-            exchange = queue.pop(0)
-            turns += _pair(exchange["user"], "filler", exchange["assistant"])
-    turns.append({"role": "user", "content": bp["trigger"]["text"], "at": None, "kind": "trigger"})
-    return turns, parity
-
-
-def _anchor_shift(bp: dict, rng: random.Random) -> int:
-    """Minutes every anchor moves; for an absolute deadline, only shifts that keep the trigger (and the
-    constraint) on the same side of it."""
-    low, high = ANCHOR_SHIFT_MINUTES
-    shifts = list(range(low, high + 1))
-    timing = bp.get("timing")
-    if timing and timing["kind"] == "absolute":
-        deadline = datetime.strptime(timing["deadline"], TIME_FORMAT)
-        anchors = [datetime.strptime(bp["trigger"]["at"], TIME_FORMAT),
-                   *(datetime.strptime(c["at"], TIME_FORMAT) for c in bp["constraints"])]
-
-        def keeps(shift: int) -> bool:
-            return all((a + timedelta(minutes=shift) < deadline) == (a < deadline)
-                       and a + timedelta(minutes=shift) != deadline for a in anchors)
-
-        shifts = [s for s in shifts if keeps(s)] or [0]
-    return rng.choice(shifts)
-
-
-def _assign_times(turns: list[dict], bp: dict, typing: TypingModel, rng: random.Random) -> None:
-    """Set ``at`` on every user turn from the typing model, anchored at the trigger (and, for temporal
-    grounding, at the constraint)."""
-    users = [i for i, t in enumerate(turns) if t["role"] == "user"]
-    gaps = [0.0]
-    for previous, current in zip(users, users[1:]):
-        read = word_count(turns[previous + 1]["content"]) if turns[previous + 1]["role"] == "assistant" else 0
-        gaps.append(typing.gap(read, word_count(turns[current]["content"]), rng))
-    # anchors move by whole minutes plus the same seconds, mid-minute, so rounding never moves a minute
-    shift = timedelta(minutes=_anchor_shift(bp, rng), seconds=rng.uniform(1, 58))
-    trigger_at = datetime.strptime(bp["trigger"]["at"], TIME_FORMAT) + shift
-    anchors = [trigger_at]
-    if bp.get("timing"):
-        anchors.append(datetime.strptime(bp["constraints"][0]["at"], TIME_FORMAT) + shift)
-    clock = WakingClock.covering(trigger_at.date() - timedelta(days=WAKING_ORIGIN_DAYS), anchors)
-    scale = 1.0
-    if len(anchors) > 1:
-        constraint_user = next(k for k, i in enumerate(users) if turns[i]["kind"] == "constraint")
-        natural = sum(gaps[constraint_user + 1:])
-        window = clock.to_waking(anchors[0]) - clock.to_waking(anchors[1])
-        scale = window / natural if natural > 0 and window > 0 else 1.0
-    at = clock.to_waking(trigger_at)
-    for k in range(len(users) - 1, -1, -1):
-        turns[users[k]]["at"] = clock.from_waking(at).strftime(TIME_FORMAT)
-        at -= gaps[k] * scale

@@ -240,15 +240,38 @@ def test_an_if_then_pair_spreads_over_the_allowed_positions() -> None:
     nor the last allowed position holds a constraint much more often than the others."""
     import random
 
-    from stages.dialogues import _slots
+    from stages.dialogue_layout import slots
 
     bp = seed("logical_adherence/la-it-glucose-cake.yaml")
     assert len(bp["constraints"]) == 2
     counts = Counter()
     for k in range(2000):
-        special = _slots(bp, 10, True, random.Random(k))
+        special = slots(bp, 10, True, random.Random(k))
         places = sorted(p for p, role in special.items() if role.startswith("constraint"))
         assert len(places) == 2 and places[1] <= 8  # never the last unit before the trigger
         counts.update(places)
     assert set(counts) == set(range(9))
     assert max(counts.values()) < 1.3 * min(counts.values()), counts  # each about 2/9 of the rows
+
+
+def test_the_renderings_of_one_seed_spread_their_constraint_over_distinct_strata() -> None:
+    """``position_fraction``: renderings ``--s00`` .. ``--s07`` of a seed fall in the 8 strata of [0, 1) once each
+    (a seeded permutation per seed, so two seeds differ), and an id without a rendering number still gets a
+    seeded fraction. Through the stage, the badge's 40 renderings put no position far above its share."""
+    from stages.dialogue_layout import POSITION_STRATA, position_fraction
+
+    ctx = StageContext(seed=0, stage="dialogues")
+
+    def strata(seed_id: str) -> list[int]:
+        return [int(position_fraction({"id": f"{seed_id}--s{k:02d}", "seed_id": seed_id}, ctx) * POSITION_STRATA)
+                for k in range(POSITION_STRATA)]
+
+    assert sorted(strata("st-badge-side-door")) == list(range(POSITION_STRATA))
+    assert strata("st-badge-side-door") != strata("st-campervan-fob")
+    loose = position_fraction({"id": "hand-made", "seed_id": "hand-made"}, ctx)
+    assert 0 <= loose < 1 and loose == position_fraction({"id": "hand-made", "seed_id": "hand-made"}, ctx)
+
+
+def test_constraint_positions_of_a_family_are_balanced(badge) -> None:
+    first = Counter(next(k for k, t in enumerate(users(d)) if t["kind"] == "constraint") for d in badge)
+    assert max(first.values()) <= 2 * len(badge) / len(first), first
