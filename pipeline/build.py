@@ -78,6 +78,14 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("TRIGGERBENCH_CACHE", REPO_ROOT / ".cache"))
 
 
+def embedding_cache_dir(cache_dir: Path) -> Path:
+    """Where a build keeps embedding vectors (dialogues, stretch and the audit share them):
+    ``$TRIGGERBENCH_EMBEDDING_CACHE`` when set (one directory for several builds, e.g. a test run's), else
+    ``<cache>/embeddings``. Vectors are keyed by model and text, so sharing them changes no output."""
+    shared = os.environ.get("TRIGGERBENCH_EMBEDDING_CACHE")
+    return Path(shared) if shared else cache_dir / "embeddings"
+
+
 def _setup_log(cache_dir: Path) -> tuple[Path, logging.Handler]:
     logs = cache_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -127,6 +135,7 @@ def build(options: BuildOptions) -> BuildOutcome:
     shortcut_settings(config)  # a bad threshold fails before any stage runs
     cache_dir = options.cache_dir or default_cache_dir()
     log_file, handler = _setup_log(cache_dir)
+    vectors = embedding_cache_dir(cache_dir)
     try:
         remove_leftovers(options.out, cache_dir)  # staging dirs and temp files of builds that no longer run
         llm = LLMClient.from_settings(base_url=options.llm_base_url, model=options.llm_model,
@@ -142,9 +151,9 @@ def build(options: BuildOptions) -> BuildOutcome:
         def make_context(stage: Stage) -> StageContext:
             if oracle is not None and stage.name in ORACLE_STAGES:  # the oracles' own endpoint and model
                 return StageContext(seed=config.seed, stage=stage.name, environment=oracle_env,
-                                    services={"llm": oracle, "llm_judge": oracle}, cache_dir=cache_dir, log=log)
+                                    services={"llm": oracle, "llm_judge": oracle}, embedding_cache=vectors, log=log)
             return StageContext(seed=config.seed, stage=stage.name, environment=env,
-                                services={"llm": llm} if llm else {}, cache_dir=cache_dir, log=log)
+                                services={"llm": llm} if llm else {}, embedding_cache=vectors, log=log)
 
         items = ItemCache(cache_dir / "items.sqlite")
         try:
@@ -288,7 +297,7 @@ def write_release(config: BuildConfig, stages: list[Stage], run: RunResult, out:
         log.info("release data written (%d configs; %d splits linked from the shard cache, %d written); "
                  "running the leakage audit", len(writer.configs), writer.cache_hits, writer.cache_misses)
         writer.write_text("README.md", front_matter(writer.configs, config.license))
-        audit = registry.audit_release(writer.staging, writer.staging / "audits", cache_dir / "embeddings",
+        audit = registry.audit_release(writer.staging, writer.staging / "audits", embedding_cache_dir(cache_dir),
                                        shortcut_settings(config), cache_dir / "audit", writer.digests)
         log.info("audit done with %s; shortcut check: %s", audit.embedding_model, audit.shortcuts.verdict)
         manifest["fallbacks"]["embedding_model"] = audit.embedding_model

@@ -123,15 +123,15 @@ class StageContext:
 
     ``environment`` holds facts that change outputs but are not items or parameters
     (LLM endpoint and model, distractor corpus digests, embedding model); it is part of
-    every fingerprint. ``services`` holds live objects (an LLM client) that are not. ``cache_dir``
-    is where a stage may keep content-keyed caches of its own (embedding vectors); not fingerprinted.
+    every fingerprint. ``services`` holds live objects (an LLM client) that are not. ``embedding_cache``
+    is where stages keep embedding vectors (content-keyed, shared with the audit; not fingerprinted).
     """
 
     seed: int
     stage: str
     environment: dict[str, Any] = field(default_factory=dict)
     services: dict[str, Any] = field(default_factory=dict)
-    cache_dir: Path | None = None
+    embedding_cache: Path | None = None
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("triggerbench"))
 
     def rng(self, item_id: str, *extra: str) -> random.Random:

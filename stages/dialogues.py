@@ -55,7 +55,7 @@ from stages.timing import TimingParams, TypingModel
 from stages.trigger_affinity import TriggerAffinity
 
 DEFAULT_FILLER = {
-    "state_tracking": (6, 8),
+    "state_tracking": (7, 8),
     "temporal_grounding": (8, 9),
     "logical_adherence": (7, 8),
     "attention_recovery": (6, 7),
@@ -120,7 +120,7 @@ class Dialogues(MapStage):
         self.user_words: dict[str, list[frozenset[str]]] = {}
         self.affinity = None
         if self.params.trigger_affinity:
-            embedder = Embedder(self._embedding_model(), ctx.cache_dir / "embeddings" if ctx.cache_dir else None)
+            embedder = Embedder(self._embedding_model(), ctx.embedding_cache)
             self.affinity = TriggerAffinity(embedder, seeds, self.pools, ZERO_OVERLAP_DIMENSIONS, self._seed_candidates,
                                             self.params.affinity_weight_cap)
             ctx.log.info("dialogues: trigger affinity (mean cosine to the trigger) %s", self.affinity.describe())
@@ -130,7 +130,7 @@ class Dialogues(MapStage):
         everything = list(range(len(pool["exchanges"])))
         if seed["dimension"] not in self.params.apart_from_trigger:
             return everything
-        low = self.params.filler_exchanges[seed["dimension"]][0]
+        low = self.params.filler_exchanges.get(seed["dimension"], DEFAULT_FILLER.get(seed["dimension"], (1, 1)))[0]
         return _apart_from_trigger(everything, self._user_words(seed["topic"]), seed["trigger"], low)
 
     def _user_words(self, topic: str) -> list[frozenset[str]]:

@@ -35,6 +35,14 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRIGGERBENCH_PROGRESS", "0")
 
 
+EMBEDDING_CACHE_ENV = "TRIGGERBENCH_EMBEDDING_CACHE"
+
+
+def embedding_cache(build: dict) -> str:
+    """The embedding cache a shared build used (the run's shared one; else the build's own)."""
+    return os.environ.get(EMBEDDING_CACHE_ENV) or str(build["cache"] / "embeddings")
+
+
 def run_cli(*args: str, cwd: Path = REPO, env: dict | None = None, timeout: int = 1800) -> subprocess.CompletedProcess:
     """Run ``python -m pipeline ARGS`` in a subprocess and capture its output."""
     full_env = {**os.environ, **(env or {})}
@@ -172,7 +180,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _shared_builds(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """Start each shared build before the first test when any selected test needs it."""
+    """Start each shared build before the first test when any selected test needs it. Every build of the run
+    keeps its embedding vectors in one shared directory (content-keyed; a cold build embeds MultiWOZ for the
+    semantic filter, which each of the run's builds would otherwise redo)."""
+    os.environ.setdefault(EMBEDDING_CACHE_ENV, str(shared_tmp(tmp_path_factory) / "embedding-cache"))
     builds = {name: SharedBuild(tmp_path_factory, name, *spec) for name, spec in SHARED_BUILDS.items()}
     for name, build in builds.items():
         if any(name in item.fixturenames for item in request.session.items):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import embedding_cache, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 def test_audit_cli_rerun_equals_build_audit_and_hub_id_offline_fails_cleanly(small_build: dict, tmp_path: Path) -> None:
     release, out = small_build["release"], tmp_path / "audit"
     # no result cache: every finder and table is recomputed (only embeddings come from the build's cache)
-    ok = run_cli("audit", str(release), "--out", str(out), "--cache-dir", str(small_build["cache"] / "embeddings"))
+    ok = run_cli("audit", str(release), "--out", str(out), "--cache-dir", embedding_cache(small_build))
     manifest = json.loads((release / "manifest.json").read_text())
     verdict = manifest["shortcut_check"]
     assert ok.returncode == (0 if verdict == "pass" else 1), ok.stderr[-2000:]

@@ -203,3 +203,17 @@ def test_rm_and_explicit_share_pos_clean_distractors(default_build: dict) -> Non
     for row in _iter_rows(release, "explicit_40k"):
         clean = pm[row["blueprint_id"]]
         assert [clean["messages"][i] for i in clean["injected_turns"]] == [row["messages"][i] for i in row["injected_turns"]]
+
+
+def test_the_semantic_filter_runs_by_default_on_multiwoz_and_swe_agent_only(default_build: dict) -> None:
+    """The default build skips snippets close in meaning to a constraint or a trigger (records per blueprint and
+    reason in ``exclusions/stretch.jsonl``) in every MultiWOZ dimension, and never embeds the MATH problems."""
+    records = [json.loads(line) for line in
+               (default_build["release"] / "exclusions" / "stretch.jsonl").read_text().splitlines()]
+    semantic = [r for r in records if r["reason"] in ("semantic_constraint", "semantic_trigger")]
+    dimensions = {r["id"].split("-")[0] for r in semantic}
+    assert {"st", "tg", "la"} <= dimensions, dimensions
+    assert all(" math snippets" not in r["detail"] for r in semantic)
+    assert any(" multiwoz snippets" in r["detail"] for r in semantic)
+    card = (default_build["release"] / "README.md").read_text(encoding="utf-8")
+    assert "Semantic anti-leakage filter" in card

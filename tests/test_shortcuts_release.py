@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import embedding_cache, run_cli
 
 pytestmark = pytest.mark.slow
 PLANTED_DIMENSION = "safe_coding"
@@ -57,7 +57,7 @@ def test_planted_cues_are_flagged(default_build: dict, tmp_path: Path) -> None:
     clean = _pm_base_copy(default_build["release"], tmp_path / "clean")
     tampered = _pm_base_copy(default_build["release"], tmp_path / "tampered")
     assert _plant(tampered) > 50
-    cache = str(default_build["cache"] / "embeddings")
+    cache = embedding_cache(default_build)
     runs = {name: run_cli("audit", str(path), "--out", str(tmp_path / f"audit-{name}"), "--cache-dir", cache, "--no-verify")
             for name, path in (("clean", clean), ("tampered", tampered))}
     for name, done in runs.items():
