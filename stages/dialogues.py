@@ -48,7 +48,7 @@ from pipeline.blueprints.slots import render
 from pipeline.blueprints.stories import placed_turns
 from stages.generate.fillers import FillerGenerator, FillerParams, slot_values_of
 from stages import dialogue_layout, story_shape, timing, trigger_affinity
-from stages.audit.embeddings import Embedder, LoadedModel, load_embedding_model
+from stages.audit.embeddings import Embedder, resolved_model
 from stages.story_shape import ShapeMatcher
 from stages.dialogue_layout import assign_times, layout, position_fraction, units_in_window
 from stages.timing import TimingParams, TypingModel
@@ -96,14 +96,9 @@ class Dialogues(MapStage):
 
     def code_version(self) -> str:
         """This module, the shape matcher, the trigger affinity (and its embedding model) and the typing model."""
-        model = self._embedding_model().choice.key if self.params.trigger_affinity else "no-trigger-affinity"
+        model = (resolved_model(self.params.embedding_model).choice.key if self.params.trigger_affinity
+                 else "no-trigger-affinity")
         return combine(self.version, source_digest(type(self), dialogue_layout, timing, story_shape, trigger_affinity), model)
-
-    def _embedding_model(self) -> LoadedModel:
-        """The audit's embedding model, resolved once per stage instance (its weights load on first use)."""
-        if getattr(self, "_resolved_model", None) is None:
-            self._resolved_model = load_embedding_model(self.params.embedding_model, lazy=True)
-        return self._resolved_model
 
     def side_input_digest(self, name: str, items: list[Item]) -> str:
         """Of the seeds, only what :func:`seed_view` keeps (editing a seed's intent or RM probe keeps every item)."""
@@ -120,7 +115,7 @@ class Dialogues(MapStage):
         self.user_words: dict[str, list[frozenset[str]]] = {}
         self.affinity = None
         if self.params.trigger_affinity:
-            embedder = Embedder(self._embedding_model(), ctx.embedding_cache)
+            embedder = Embedder(resolved_model(self.params.embedding_model), ctx.embedding_cache)
             self.affinity = TriggerAffinity(embedder, seeds, self.pools, ZERO_OVERLAP_DIMENSIONS, self._seed_candidates,
                                             self.params.affinity_weight_cap)
             ctx.log.info("dialogues: trigger affinity (mean cosine to the trigger) %s", self.affinity.describe())

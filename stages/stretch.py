@@ -34,7 +34,7 @@ from pipeline.stage import Drop, Dropped, Item, MapStage, StageContext
 from pipeline.text import mentions
 from pipeline.vocabulary import DropReason
 from stages import injection, timing
-from stages.audit.embeddings import Embedder, LoadedModel, load_embedding_model
+from stages.audit.embeddings import Embedder, resolved_model
 from stages.distractors import fill as filling
 from stages.distractors import semantic
 from stages.distractors.fill import fill_budget
@@ -113,14 +113,9 @@ class Stretch(MapStage):
 
     def code_version(self) -> str:
         """This module, its helpers and the embedding model the semantic filter uses."""
-        model = self._embedding_model().choice.key if self.params.semantic_filter else "no-semantic-filter"
+        model = (resolved_model(self.params.embedding_model).choice.key if self.params.semantic_filter
+                 else "no-semantic-filter")
         return combine(self.version, source_digest(type(self), timing, injection, filling, semantic), model)
-
-    def _embedding_model(self) -> LoadedModel:
-        """The audit's embedding model, resolved once per stage instance (its weights load on first use)."""
-        if getattr(self, "_resolved_model", None) is None:
-            self._resolved_model = load_embedding_model(self.params.embedding_model, lazy=True)
-        return self._resolved_model
 
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         self.by_source: dict[str, list[Item]] = {}
@@ -133,7 +128,7 @@ class Stretch(MapStage):
         self.model = TypingModel(self.params.timing.model_copy(update={"night_probability": 0.0}))
         self.semantic = None
         if self.params.semantic_filter:  # vectors kept in the build's embedding cache, which the audit shares
-            embedder = Embedder(self._embedding_model(), ctx.embedding_cache)
+            embedder = Embedder(resolved_model(self.params.embedding_model), ctx.embedding_cache)
             self.semantic = SemanticFilter(embedder, side_inputs["distractor_pool"], self.params.semantic_percentile,
                                            self.params.semantic_floor)
 

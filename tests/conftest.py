@@ -43,6 +43,12 @@ def embedding_cache(build: dict) -> str:
     return os.environ.get(EMBEDDING_CACHE_ENV) or str(build["cache"] / "embeddings")
 
 
+def shared_vectors() -> Path | None:
+    """The run's shared embedding cache (set by the session fixture below), for stage runs inside tests."""
+    shared = os.environ.get(EMBEDDING_CACHE_ENV)
+    return Path(shared) if shared else None
+
+
 def run_cli(*args: str, cwd: Path = REPO, env: dict | None = None, timeout: int = 1800) -> subprocess.CompletedProcess:
     """Run ``python -m pipeline ARGS`` in a subprocess and capture its output."""
     full_env = {**os.environ, **(env or {})}

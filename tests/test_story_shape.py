@@ -24,7 +24,7 @@ from stages.audit.shortcuts import learned
 from stages.audit.shortcuts.turns import extract
 from stages.story_shape import weighted_subset
 from stages.variants import render_messages
-from tests.conftest import REPO
+from tests.conftest import REPO, shared_vectors
 
 MARGIN = 0.22  # per dimension, above chance (logical adherence, with its if-then pairs, is the weakest: +0.18-0.20)
 TOTAL_MARGIN = 0.40  # summed over the five dimensions (chance sums to about 0.60; house-shaped constraints: 1.13-2.06)
@@ -56,7 +56,7 @@ def _finder_hits(blueprints: list[dict], fillers: list[dict]) -> dict[str, tuple
               "provenance": {}} for b in blueprints for k in range(2)]
     out = Dialogues().run(
         {"oracle_necessity": items, "load_fillers": fillers, "load_blueprints": blueprints},
-        StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
+        StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}, embedding_cache=shared_vectors()))
     rows = defaultdict(list)
     for d in out.items:
         messages = render_messages(d["turns"])

@@ -15,7 +15,7 @@ from pipeline.blueprints.slots import render
 from pipeline.stage import StageContext
 from stages.audit.embeddings import Embedder, load_bundled
 from stages.dialogues import Dialogues
-from tests.conftest import REPO
+from tests.conftest import REPO, shared_vectors
 
 SEEDS = ("st-badge-side-door", "st-campervan-fob", "st-bike-lock-key", "st-passport-drawer", "st-spare-key-neighbour",
          "st-laptop-charger-office", "st-car-park-level", "st-glasses-case-bag", "st-umbrella-hallway", "st-gym-locker-code")
@@ -48,7 +48,7 @@ def _rows(seeds: list[dict], pools: list[dict], affinity: bool) -> list[dict]:
     corpus = [{"id": bp["id"], "blueprint": bp, "source": f"{bp['id']}.yaml"} for bp in seeds]
     out = Dialogues({"trigger_affinity": affinity}).run(
         {"oracle_necessity": items, "load_fillers": pools, "load_blueprints": corpus},
-        StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
+        StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}, embedding_cache=shared_vectors()))
     assert not out.dropped
     return out.items
 
@@ -68,7 +68,7 @@ def _cosines(rows: list[dict], embedder: Embedder) -> tuple[float, float]:
 @pytest.mark.slow  # two runs of the stage over ten seeds, each embedding its rows
 def test_story_turns_move_towards_the_constraints_closeness_to_the_trigger(state_tracking) -> None:
     seeds, pools = state_tracking
-    embedder = Embedder(load_bundled())
+    embedder = Embedder(load_bundled(), shared_vectors())
     plain_story, constraint = _cosines(_rows(seeds, pools, affinity=False), embedder)
     near_story, constraint_again = _cosines(_rows(seeds, pools, affinity=True), embedder)
     assert constraint_again == pytest.approx(constraint)  # the constraint turns themselves do not change
@@ -80,7 +80,7 @@ def test_weights_favour_the_cosines_constraints_have_and_stay_within_the_cap(sta
     seeds, pools = state_tracking
     stage = Dialogues({"affinity_weight_cap": 20.0})
     corpus = [{"id": bp["id"], "blueprint": bp, "source": f"{bp['id']}.yaml"} for bp in seeds]
-    stage.setup({"load_fillers": pools, "load_blueprints": corpus}, StageContext(seed=0, stage="dialogues"))
+    stage.setup({"load_fillers": pools, "load_blueprints": corpus}, StageContext(seed=0, stage="dialogues", embedding_cache=shared_vectors()))
     affinity = stage.affinity
     target, background = affinity.target["state_tracking"], affinity.background["state_tracking"]
     bp = seeds[0]

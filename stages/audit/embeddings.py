@@ -174,6 +174,13 @@ def load_embedding_model(requested: str | None = None, lazy: bool = False) -> Lo
     return load_bundled(lazy)
 
 
+@functools.lru_cache(maxsize=8)
+def resolved_model(requested: str | None = None) -> LoadedModel:
+    """:func:`load_embedding_model` resolved lazily, once per process and request: the stages that embed
+    (dialogues, stretch) share one choice, and its weights load once, on first use."""
+    return load_embedding_model(requested, lazy=True)
+
+
 class EmbeddingCache:
     """Normalised float32 vectors in one SQLite file per model key, keyed by sha256(text)."""
 
@@ -195,10 +202,11 @@ class EmbeddingCache:
         return found
 
     def put_many(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
-        """Store one vector per hash (row-aligned)."""
+        """Store one vector per hash (row-aligned); a stored vector is never replaced, so every reader of a shared
+        cache sees the same floats for a text, whichever process embedded it first."""
         rows = [(sha, np.ascontiguousarray(vec, dtype=np.float32).tobytes()) for sha, vec in zip(hashes, vectors)]
         with self.connection:
-            self.connection.executemany("INSERT OR REPLACE INTO vectors (sha, vector) VALUES (?, ?)", rows)
+            self.connection.executemany("INSERT OR IGNORE INTO vectors (sha, vector) VALUES (?, ?)", rows)
 
     def close(self) -> None:
         self.connection.close()
