@@ -78,11 +78,14 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("TRIGGERBENCH_CACHE", REPO_ROOT / ".cache"))
 
 
+EMBEDDING_CACHE_ENV = "TRIGGERBENCH_EMBEDDING_CACHE"
+
+
 def embedding_cache_dir(cache_dir: Path) -> Path:
     """Where a build keeps embedding vectors (dialogues, stretch and the audit share them):
     ``$TRIGGERBENCH_EMBEDDING_CACHE`` when set (one directory for several builds, e.g. a test run's), else
     ``<cache>/embeddings``. Vectors are keyed by model and text, so sharing them changes no output."""
-    shared = os.environ.get("TRIGGERBENCH_EMBEDDING_CACHE")
+    shared = os.environ.get(EMBEDDING_CACHE_ENV)
     return Path(shared) if shared else cache_dir / "embeddings"
 
 

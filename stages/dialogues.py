@@ -152,7 +152,7 @@ class Dialogues(MapStage):
         story = pool.get("kind") == "story"
         if story and self.params.story_choice == "matched":  # a story keeps the order a person would have it in
             weights = self.shapes.weights(bp["dimension"], bp["topic"], exchanges_all)
-            if self.affinity is not None and bp["dimension"] in ZERO_OVERLAP_DIMENSIONS:
+            if self.affinity is not None:  # 1.0 everywhere outside the zero-overlap dimensions
                 affinity = self.affinity.weights(bp["dimension"], bp["topic"], bp["trigger"]["text"])
                 weights = [shape * near for shape, near in zip(weights, affinity)]
             picked = story_shape.weighted_subset(clean, weights, wanted, rng)

@@ -57,13 +57,16 @@ class TriggerAffinity:
         self.user_vectors: dict[str, np.ndarray] = {}
         constraint_cos: dict[str, list[float]] = {}
         story_cos: dict[str, list[float]] = {}
-        for seed in seeds:
-            pool = pools.get(seed["topic"])
-            if seed["dimension"] not in dimensions or pool is None or pool.get("kind") != "story":
-                continue
-            trigger = self.embedder.embed([seed["trigger"]])[0]
-            placed = self.embedder.embed([text for text, _ in seed["placed"]])
+        used = [seed for seed in seeds if seed["dimension"] in dimensions
+                and (pools.get(seed["topic"]) or {}).get("kind") == "story"]
+        # every seed's trigger and placed turns in one batched call
+        texts = [text for seed in used for text in (seed["trigger"], *(turn for turn, _ in seed["placed"]))]
+        vectors = iter(self.embedder.embed(texts))
+        for seed in used:
+            trigger = next(vectors)
+            placed = np.array([next(vectors) for _ in seed["placed"]]).reshape(-1, len(trigger))
             constraint_cos.setdefault(seed["dimension"], []).extend((placed @ trigger).tolist())
+            pool = pools[seed["topic"]]
             picked = candidates(seed, pool)
             story_cos.setdefault(seed["dimension"], []).extend((self._users(seed["topic"])[picked] @ trigger).tolist())
         self.target = {d: CosineDensity(c) for d, c in constraint_cos.items() if len(c) > 1}

@@ -26,6 +26,8 @@ import pytest
 import yaml
 from filelock import FileLock
 
+from pipeline.build import EMBEDDING_CACHE_ENV
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 BUILD_TIMEOUT = 1800
@@ -35,18 +37,15 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRIGGERBENCH_PROGRESS", "0")
 
 
-EMBEDDING_CACHE_ENV = "TRIGGERBENCH_EMBEDDING_CACHE"
-
-
-def embedding_cache(build: dict) -> str:
-    """The embedding cache a shared build used (the run's shared one; else the build's own)."""
-    return os.environ.get(EMBEDDING_CACHE_ENV) or str(build["cache"] / "embeddings")
-
-
 def shared_vectors() -> Path | None:
     """The run's shared embedding cache (set by the session fixture below), for stage runs inside tests."""
     shared = os.environ.get(EMBEDDING_CACHE_ENV)
     return Path(shared) if shared else None
+
+
+def embedding_cache(build: dict) -> str:
+    """The embedding cache a shared build used (the run's shared one; else the build's own)."""
+    return str(shared_vectors() or build["cache"] / "embeddings")
 
 
 def run_cli(*args: str, cwd: Path = REPO, env: dict | None = None, timeout: int = 1800) -> subprocess.CompletedProcess:
