@@ -10,6 +10,16 @@ from pipeline.vocabulary import DIMENSIONS as DIMENSION_ORDER
 from pipeline.vocabulary import VARIANTS as VARIANT_ORDER
 
 
+# The paper's Table 6, base context, Pos-Clean: mean o200k tokens and mean turns per dimension
+PAPER_BASE_SHAPE = {
+    "state_tracking": (2602, 16.6),
+    "temporal_grounding": (3116, 16.6),
+    "logical_adherence": (2302, 19.5),
+    "attention_recovery": (2510, 11.1),
+    "safe_coding": (1442, 9.1),
+}
+
+
 @dataclass
 class RowStats:
     """Collects (config, dimension, variant) -> token and turn counts as rows are written."""
@@ -57,6 +67,20 @@ class RowStats:
                 lines.append(f"| {dim} | {variant} | {len(tokens)} | {_describe(tokens)} | {_describe(turns, 1)} |")
         if everything_tokens:
             lines.append(f"| **all** | | {len(everything_tokens)} | {_describe(everything_tokens)} | {_describe(everything_turns, 1)} |")
+        return "\n".join(lines)
+
+    def paper_comparison(self, config: str = "pm_base") -> str:
+        """Markdown: Pos-Clean mean tokens and turns beside the paper's Table 6 (base context)."""
+        lines = ["| dimension | tokens mean | paper | turns mean | paper | tokens per turn | paper |",
+                 "|---|---|---|---|---|---|---|"]
+        for dim in DIMENSION_ORDER:
+            tokens, turns = self.tokens.get((config, dim, "pos_clean")), self.turns.get((config, dim, "pos_clean"))
+            if not tokens or dim not in PAPER_BASE_SHAPE:
+                continue
+            paper_tokens, paper_turns = PAPER_BASE_SHAPE[dim]
+            mean, turns_mean = statistics.fmean(tokens), statistics.fmean(turns)
+            lines.append(f"| {dim} | {mean:.0f} | {paper_tokens} | {turns_mean:.1f} | {paper_turns} | "
+                         f"{mean / turns_mean:.0f} | {paper_tokens / paper_turns:.0f} |")
         return "\n".join(lines)
 
 

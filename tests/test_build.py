@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import datasets
 import pytest
 
 from pipeline.hashing import sha256_file
-from tests.conftest import REPO, config_args, run_cli, small_corpus
+from tests.conftest import REPO, config_args, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -87,18 +88,22 @@ def test_existing_release_is_never_overwritten(default_build: dict) -> None:
     assert _data_files(release) == before
 
 
-def test_only_and_limit(tmp_path: Path) -> None:
-    config = ["--config", str(small_corpus(tmp_path))]
-    only = run_cli("build", *config, "--only", "dedupe", "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "c"))
+def test_only_and_limit(small_build: dict, tmp_path: Path) -> None:
+    """``--only STAGE`` runs up to that stage and writes no release; ``--limit N`` keeps the first N seeds (the
+    rest dropped as ``beyond_limit``). Run on a copy of the small build's cache, so finished items are reused."""
+    cache = tmp_path / "c"
+    shutil.copytree(small_build["cache"], cache)
+    config = small_build["args"][:2]  # --config FILE (without its --limit)
+    only = run_cli("build", *config, "--only", "dedupe", "--out", str(tmp_path / "out"), "--cache-dir", str(cache))
     assert only.returncode == 0, only.stderr[-2000:]
     assert not (tmp_path / "out").exists()
     assert "dialogues" not in only.stdout and "dedupe" in only.stdout
-    limited = run_cli("build", *config, "--limit", "3", "--out", str(tmp_path / "small"), "--cache-dir", str(tmp_path / "c"))
+    limited = run_cli("build", *config, "--limit", "3", "--out", str(tmp_path / "small"), "--cache-dir", str(cache))
     assert limited.returncode == 0, limited.stderr[-2000:]
     manifest = _manifest(next((tmp_path / "small").iterdir()))
     load = next(s for s in manifest["stages"] if s["name"] == "load_blueprints")
     assert load["items_out"] == 3 and load["dropped"]["beyond_limit"] == load["items_in"] - 3 == 7
-    bad = run_cli("build", *config, "--only", "nonsense", "--cache-dir", str(tmp_path / "c"))
+    bad = run_cli("build", *config, "--only", "nonsense", "--cache-dir", str(cache))
     assert bad.returncode == 1 and "unknown stage" in bad.stderr
 
 

@@ -135,6 +135,21 @@ def test_a_block_right_after_the_constraint_gives_it_away(after_constraint: bool
         assert not _failing(result, "most_injected_after") and not _failing(result, "learned_form")
 
 
+def test_the_learned_form_finder_reads_every_long_row_whatever_the_text_sample() -> None:
+    """With text finders on a fifth of the blueprints, the learned form finder still scores every long row (its
+    cell's n is all rows), and the block-after-the-constraint cue is found on them."""
+    rng = random.Random(3)
+    collector = ShortcutCollector(ShortcutSettings(long_sample_fraction=0.2))
+    for f in range(24):
+        for r in range(3):
+            collector.add("pm_20k", "test", _stretched(rng, make_row(rng, f"st-fam{f}", r, "state_tracking"), True))
+    sampled = sum(collector.sampled(f"st-fam{f}-{r}") for f in range(24) for r in range(3))
+    assert 0 < sampled < 72  # the text sample is a part of the blueprints
+    result = score(collector, None)
+    cell = next(c for c in result.records if c["finder"] == "learned_form" and c["context"] == "20k")
+    assert cell["n"] == 72 and _failing(result, "learned_form")
+
+
 def test_role_break_fails_the_invariant() -> None:
     result = audit("role_break", families=4)
     cells = _failing(result, "role_break_rows")

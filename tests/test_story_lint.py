@@ -168,6 +168,8 @@ def test_a_constraint_shaped_like_its_drawn_exchange_validates(tmp_path: Path) -
     (lambda s, p, n: s["constraints"][0].update(like=(n + 1) % len(p["exchanges"])), "but the draw for this turn is exchange"),
     (lambda s, p, n: s["constraints"][0].update(like=len(p["exchanges"]) + 5), "there is no exchange"),
     (lambda s, p, n: p["exchanges"][n].update(user=p["exchanges"][n]["user"] + " " + LONG), "words, the exchange's user turn"),
+    # two words past a short exchange: the habit that shifted whole dimensions off their stories
+    (lambda s, p, n: p["exchanges"][n].update(user=" ".join(p["exchanges"][n]["user"].split()[2:])), "words, the exchange's user turn"),
     (lambda s, p, n: p["exchanges"][n].update(user=p["exchanges"][n]["user"].rstrip(".?") + "?"), "unlike the exchange's user turn"),
     (lambda s, p, n: p["exchanges"][n].update(assistant=LONG + LONG), "reply of"),
     (lambda s, p, n: s["trigger"].update(like=n), "only constraint turns"),
@@ -205,6 +207,25 @@ def test_every_constraint_of_the_corpus_is_shaped_like_its_drawn_exchange() -> N
     assert len(counts) == 5 and all(total >= 25 and covered >= 0.8 * total for covered, total in counts.values()), coverage
     # the few left are turns whose required digits or names cannot fit a short drawn exchange (a clock time, "$12,000")
     assert sum(c for c, _ in counts.values()) >= 0.9 * sum(t for _, t in counts.values()), coverage
+
+
+def test_no_dimension_writes_its_constraints_longer_than_their_exchanges() -> None:
+    """Across a dimension, constraint turns are as long as the story exchanges whose shape they take (mean
+    difference within half a word, seeds rendered with their own slot values): a constraint habitually a few
+    words longer than its exchange sits where story turns are rare, and a learned form finder finds it there."""
+    from pipeline.blueprints.stories import turn_shape
+
+    corpus = load_corpus([REPO / "blueprints"])
+    differences: dict[str, list[int]] = {}
+    for sourced in corpus.blueprints:
+        bp = render(sourced.blueprint)
+        pool = corpus.fillers[bp.topic]
+        for turn in bp.constraints:
+            if turn.like is not None:
+                gap = turn_shape(turn.text)[0] - turn_shape(pool.exchanges[turn.like].user)[0]
+                differences.setdefault(str(bp.dimension), []).append(gap)
+    means = {d: round(sum(g) / len(g), 2) for d, g in differences.items()}
+    assert len(means) == 5 and all(abs(m) <= 0.5 for m in means.values()), means
 
 
 def test_validate_stats_count_placed_turns_with_shape_twins() -> None:

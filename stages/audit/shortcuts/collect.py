@@ -4,10 +4,12 @@
 ``explicit_*`` and ``rm_*`` config (rm rows: invariants only); ``finish(embed)`` returns the
 table (one record per cell and finder, gate applied) and the family statistics.
 
-Cost control: form finders and invariants read every row; the text finders read every base
-row and, in long contexts, the Pos-Clean implicit rows of a seeded share of blueprints
-(``long_sample_fraction``), scored as they stream so their texts are never held; the learned
-constraint finder uses base rows and the long rows of the same blueprint sample.
+Cost control: form finders, the learned form finder and invariants read every row (a row's form
+features are a few numbers per candidate turn); the text finders read every base row and, in long
+contexts, the Pos-Clean implicit rows of a seeded share of blueprints (``long_sample_fraction``),
+scored as they stream so their texts are never held. (The learned form finder once used only that
+sample in long contexts: trained and scored on a fifth of the rows, its long cells swung by
++-0.15 around the base cell's value and failed the gate on noise.)
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class ShortcutCollector:
     def __init__(self, settings: ShortcutSettings) -> None:
         self.settings = settings
         self.rows: list[_Row] = []                     # every pm/explicit row (turn arrays dropped if not kept)
-        self.kept: dict[int, RowTurns] = {}            # row position -> turns kept for the learned finder
+        self.kept: dict[int, RowTurns] = {}            # row position -> turns kept for the learned finders
         self.base_texts: list[int] = []                # positions of base rows (texts kept for embeddings)
         self.invariants: dict[tuple[str, str, str], list[RowInvariants]] = defaultdict(list)
         self.label_rows: list[tuple[Cell, str, str, np.ndarray, np.ndarray]] = []
@@ -70,9 +72,9 @@ class ShortcutCollector:
         variant = row.get("variant") or ("rm" if config.startswith("rm_") else "")
         is_base = context == "base"
         finding = config.startswith(("pm_", "explicit_"))
-        keep = finding and (is_base or self.sampled(blueprint))
-        text_now = finding and not is_base and keep and variant == "pos_clean" and form == "implicit"
-        turns, invariants = extract(row, keep_texts=(keep and is_base) or text_now, cache=self._texts)
+        text_now = (finding and not is_base and variant == "pos_clean" and form == "implicit"
+                    and self.sampled(blueprint))
+        turns, invariants = extract(row, keep_texts=(finding and is_base) or text_now, cache=self._texts)
         self.invariants[(config, context, dimension)].append(invariants)
         if not finding or turns.n == 0:
             return
@@ -87,10 +89,9 @@ class ShortcutCollector:
             turns.texts = None
         position = len(self.rows)
         self.rows.append(record)
-        if keep:
-            self.kept[position] = turns
-            if is_base:
-                self.base_texts.append(position)
+        self.kept[position] = turns
+        if is_base:
+            self.base_texts.append(position)
         self.label_rows.append((cell, record.family, blueprint, learned.row_features(turns, True),
                                 learned.row_features(turns, False)))
 

@@ -37,7 +37,7 @@ class ShortcutSettings(BaseModel):
     max_user_turns_per_minute: int = Field(2, ge=1)
     min_families: int = Field(3, ge=2, description="cells with fewer seed families are reported, not gated")
     long_sample_fraction: float = Field(0.2, gt=0, le=1, description="share of blueprints whose long rows get "
-                                        "the similarity and learned finders")
+                                        "the similarity finders (the form finders, learned one included, read every row)")
     text_gated_dimensions: tuple[str, ...] = TEXT_GATED
     constraint_gated_forms: tuple[str, ...] = Field(("implicit",), description="constraint forms whose constraint "
                                                     "finders are gated (explicit rows make the constraint salient on purpose)")
