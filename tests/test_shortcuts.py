@@ -173,15 +173,23 @@ def test_label_finder_sees_an_extra_short_turn_in_negatives() -> None:
     assert label["baseline"] == 0.5 and label["value"] > 0.9 and label["fails"]
 
 
-def test_group_folds_never_share_a_family() -> None:
+@pytest.mark.parametrize("repeat", [0, 1, 2])
+def test_group_folds_never_share_a_family(repeat: int) -> None:
     families = [f"fam{i % 13}" for i in range(200)]
-    folds = _folds(families)
+    folds = _folds(families, repeat)
     assert len(folds) == 5
     seen_test = []
     for train, test in folds:
         assert not {families[i] for i in train} & {families[i] for i in test}
         seen_test.extend(test)
     assert sorted(seen_test) == list(range(200))
+
+
+def test_repeated_folds_deal_families_differently_and_the_same_each_run() -> None:
+    families = [f"fam{i % 13}" for i in range(200)]
+    test_sets = [[frozenset(families[i] for i in test) for _, test in _folds(families, r)] for r in range(3)]
+    assert len({frozenset(sets) for sets in test_sets}) == 3  # three different partitions of the families
+    assert _folds(families, 2)[0][1].tolist() == _folds(families, 2)[0][1].tolist()
 
 
 def test_ties_score_chance_and_topk_chance() -> None:
