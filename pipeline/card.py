@@ -61,8 +61,7 @@ def render_card(manifest: dict[str, Any], configs: dict[str, dict[str, Any]], st
     parts.append(stats.counts_table("pm_base"))
     parts.append("\n## Dialogue shape (`pm_base`, o200k_base tokens)\n")
     parts.append(stats.shape_table("pm_base"))
-    parts.append("\nBeside the paper's Table 6 (base context, Pos-Clean means): as many turns, about half the tokens "
-                 "per turn (the hand-written story replies are shorter than the paper's generated ones):\n")
+    parts.append("\nBeside the paper's Table 6 (base context, Pos-Clean means):\n")
     parts.append(stats.paper_comparison("pm_base"))
     for config in sorted({key[0] for key in stats.tokens} - {"pm_base"}):
         parts.append(f"\n### `{config}`\n")

@@ -93,7 +93,7 @@ def test_only_and_limit(small_build: dict, tmp_path: Path) -> None:
     rest dropped as ``beyond_limit``). Run on a copy of the small build's cache, so finished items are reused."""
     cache = tmp_path / "c"
     shutil.copytree(small_build["cache"], cache)
-    config = small_build["args"][:2]  # --config FILE (without its --limit)
+    config = ["--config", str(small_build["root"] / "config.yaml")]  # the small corpus, without its --limit
     only = run_cli("build", *config, "--only", "dedupe", "--out", str(tmp_path / "out"), "--cache-dir", str(cache))
     assert only.returncode == 0, only.stderr[-2000:]
     assert not (tmp_path / "out").exists()

@@ -57,9 +57,7 @@ def test_a_fixed_limit_floods_the_same_server_with_more_timeouts_and_requests() 
 
 def test_a_many_slot_server_is_driven_at_the_cap() -> None:
     with ScriptedServer(latency=0.2) as server:
-        started = time.monotonic()
         results, stats = run(server, adaptive=True, n=16)
-        elapsed = time.monotonic() - started
     assert all(r.ok for r in results) and stats["timeouts"] == 0 and stats["concurrency_cuts"] == 0
-    assert server.max_in_flight == 8 and elapsed < 4 * 0.2  # 16 requests, 8 at a time: two rounds
+    assert server.max_in_flight == 8  # 16 requests, 8 at a time (speed is measured in bench/, not asserted here)
     assert stats["effective_concurrency"] > 6

@@ -95,10 +95,8 @@ def test_concurrency_is_capped(tmp_path: Path) -> None:
         assert slow.max_in_flight == 2
         assert elapsed >= 4 * 0.2 * 0.95  # 8 requests, 2 at a time, 0.2 s each
         wide = make_client(slow, concurrency=8)
-        started = time.monotonic()
         wide.map([ask(f"r{i}") for i in range(8)])
-        assert time.monotonic() - started < 4 * 0.2
-        assert slow.max_in_flight == 8
+        assert slow.max_in_flight == 8  # the cap, not the machine, set the first bound (no wall-time bound: load varies)
 
 
 def test_retry_after_seconds_is_honoured(server: ScriptedServer) -> None:

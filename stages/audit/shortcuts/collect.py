@@ -35,6 +35,7 @@ class _Row:
     cell: Cell
     family: str
     blueprint: str
+    turns: RowTurns | None = None  # its candidate turns, until the learned finders have scored them
     hits: dict[str, float] = field(default_factory=dict)
 
 
@@ -50,8 +51,7 @@ class ShortcutCollector:
 
     def __init__(self, settings: ShortcutSettings) -> None:
         self.settings = settings
-        self.rows: list[_Row] = []                     # every pm/explicit row (turn arrays dropped if not kept)
-        self.kept: dict[int, RowTurns] = {}            # row position -> turns kept for the learned finders
+        self.rows: list[_Row] = []                     # every pm/explicit row
         self.base_texts: list[int] = []                # positions of base rows (texts kept for embeddings)
         self.invariants: dict[tuple[str, str, str], list[RowInvariants]] = defaultdict(list)
         self.label_rows: list[tuple[Cell, str, str, np.ndarray, np.ndarray]] = []
@@ -79,7 +79,7 @@ class ShortcutCollector:
         if not finding or turns.n == 0:
             return
         cell = (context, form, dimension, variant)
-        record = _Row(cell, row.get("seed_id") or blueprint, blueprint)
+        record = _Row(cell, row.get("seed_id") or blueprint, blueprint, turns)
         record.hits = {name: finders.top1_hit(score(turns), turns.is_constraint)
                        for name, score in finders.FORM_FINDERS.items()}
         record.hits["chance"] = finders.chance_top1(turns)
@@ -89,7 +89,6 @@ class ShortcutCollector:
             turns.texts = None
         position = len(self.rows)
         self.rows.append(record)
-        self.kept[position] = turns
         if is_base:
             self.base_texts.append(position)
         self.label_rows.append((cell, record.family, blueprint, learned.row_features(turns, True),
@@ -101,11 +100,12 @@ class ShortcutCollector:
         """Text-finder hits of base rows (in place) and their similarity features for the learned finder."""
         vectors: dict[str, np.ndarray] = {}
         if embed is not None and self.base_texts:
-            texts = sorted({t for p in self.base_texts for t in [*(self.kept[p].texts or []), self.kept[p].trigger_text]})
+            base = [self.rows[p].turns for p in self.base_texts]
+            texts = sorted({t for turns in base for t in [*(turns.texts or []), turns.trigger_text]})
             vectors = dict(zip(texts, embed(texts)))
         features = {}
         for position in self.base_texts:
-            turns = self.kept[position]
+            turns = self.rows[position].turns
             pair = None
             if vectors:
                 pair = (np.vstack([vectors[t] for t in turns.texts]), vectors[turns.trigger_text])
@@ -116,13 +116,13 @@ class ShortcutCollector:
 
     def _learned(self, similarity: dict[int, np.ndarray]) -> None:
         groups: dict[tuple[str, str], list[int]] = defaultdict(list)
-        for position in sorted(self.kept):
-            context, _, dimension, _ = self.rows[position].cell
+        for position, record in enumerate(self.rows):
+            context, _, dimension, _ = record.cell
             groups[(context, dimension)].append(position)
         for (context, _), positions in sorted(groups.items()):
+            turns = [self.rows[p].turns for p in positions]
             variants = [("learned_form", False)] + ([("learned_all", True)] if context == "base" else [])
             for name, with_similarity in variants:
-                turns = [self.kept[p] for p in positions]
                 feats = [learned.turn_features(t, similarity.get(p) if with_similarity else None)
                          for p, t in zip(positions, turns)]
                 rows = learned.LearnedRows(turns, feats, [self.rows[p].family for p in positions])
@@ -139,6 +139,7 @@ class ShortcutCollector:
         similarity = self._base_similarity(embed)
         with threadpool_limits(limits=1):  # deterministic, and no OpenMP oversubscription on a busy machine
             self._learned(similarity)
-            self.kept.clear()
+            for record in self.rows:
+                record.turns = None
             labels = label_records(self.label_rows, self.settings)
         return [*finder_records(self.rows, self.settings), *labels, *invariant_records(self.invariants)]
