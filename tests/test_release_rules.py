@@ -50,6 +50,20 @@ def test_counts_at_least_the_papers(rows: dict) -> None:
     assert len(rows["rm_base"]) >= 440
 
 
+def test_base_dialogues_have_the_papers_shape(rows: dict) -> None:
+    """The paper's Table 6 (base context, Pos-Clean): every dimension's mean is 2,000-3,500 o200k tokens over
+    13-20 messages (the story replies are full answers; short ones gave 1,400-1,750 tokens at the same turns)."""
+    tokens: dict[str, list[int]] = defaultdict(list)
+    turns: dict[str, list[int]] = defaultdict(list)
+    for row in rows["pm_base"]:
+        if row["variant"] == "pos_clean" and row["constraint_form"] == "implicit":
+            tokens[row["dimension"]].append(row["n_tokens"])
+            turns[row["dimension"]].append(row["n_turns"])
+    shape = {d: (round(sum(t) / len(t)), round(sum(turns[d]) / len(turns[d]), 1)) for d, t in tokens.items()}
+    assert len(shape) == 5, shape
+    assert all(2000 <= mean_tokens <= 3500 and 13 <= mean_turns <= 20 for mean_tokens, mean_turns in shape.values()), shape
+
+
 def test_message_shape_timestamps_and_token_counts(rows: dict) -> None:
     for config in ("pm_base", "explicit_base", "rm_base"):
         texts = [m["content"] for row in rows[config] for m in row["messages"]]

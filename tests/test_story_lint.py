@@ -86,6 +86,7 @@ def test_v2_seed_with_its_story_validates(tmp_path: Path) -> None:
     ("story-slots", lambda s, p: p["exchanges"][3].update(user="Is a cello hard to carry around town?")),
     ("story-time", lambda s, p: p["exchanges"][5].update(user="We land at the hotel in twenty minutes, what's nearby?")),
     ("story-time", lambda s, p: p["exchanges"][6].update(assistant=LONG + " It is busiest in the evening.")),
+    ("story-time", lambda s, p: s["update"].update(reply=s["update"]["reply"] + " It is quieter in the evening.")),
     ("story-reply", lambda s, p: s["constraints"][0].update(reply="Good call.")),
     ("story-reply", lambda s, p: s["negative"].update(reply="Nice.")),
     ("parity-update", lambda s, p: s.pop("update")),
@@ -172,6 +173,9 @@ def test_a_constraint_shaped_like_its_drawn_exchange_validates(tmp_path: Path) -
     (lambda s, p, n: p["exchanges"][n].update(user=" ".join(p["exchanges"][n]["user"].split()[2:])), "words, the exchange's user turn"),
     (lambda s, p, n: p["exchanges"][n].update(user=p["exchanges"][n]["user"].rstrip(".?") + "?"), "unlike the exchange's user turn"),
     (lambda s, p, n: p["exchanges"][n].update(assistant=LONG + LONG), "reply of"),
+    # a reply habitually a few words short of its exchange's: the shortest of its row too often
+    (lambda s, p, n: p["exchanges"][n].update(assistant=s["constraints"][0]["reply"] + " one two three four five six seven"),
+     "reply of"),
     (lambda s, p, n: s["trigger"].update(like=n), "only constraint turns"),
 ])
 def test_the_like_rule_trips(tmp_path: Path, change, message: str) -> None:
@@ -217,6 +221,7 @@ def test_no_dimension_writes_its_constraints_longer_than_their_exchanges() -> No
 
     corpus = load_corpus([REPO / "blueprints"])
     differences: dict[str, list[int]] = {}
+    reply_differences: dict[str, list[int]] = {}
     for sourced in corpus.blueprints:
         bp = render(sourced.blueprint)
         pool = corpus.fillers[bp.topic]
@@ -224,8 +229,14 @@ def test_no_dimension_writes_its_constraints_longer_than_their_exchanges() -> No
             if turn.like is not None:
                 gap = turn_shape(turn.text)[0] - turn_shape(pool.exchanges[turn.like].user)[0]
                 differences.setdefault(str(bp.dimension), []).append(gap)
+                reply_gap = len(turn.reply.split()) - len(pool.exchanges[turn.like].assistant.split())
+                reply_differences.setdefault(str(bp.dimension), []).append(reply_gap)
     means = {d: round(sum(g) / len(g), 2) for d, g in differences.items()}
     assert len(means) == 5 and all(abs(m) <= 0.5 for m in means.values()), means
+    # replies likewise (within 2 words on average; logical adherence ran 4.9 words short before the like rule's
+    # reply tolerance was max(6, 5%))
+    reply_means = {d: round(sum(g) / len(g), 2) for d, g in reply_differences.items()}
+    assert len(reply_means) == 5 and all(abs(m) <= 2 for m in reply_means.values()), reply_means
 
 
 def test_validate_stats_count_placed_turns_with_shape_twins() -> None:
