@@ -32,6 +32,9 @@ def front_matter(configs: dict[str, dict[str, Any]], license_name: str) -> str:
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
 
 
+GAP_NOTES = ("> **Coverage gap", "> **Deadline gap")  # rows a config lacks, and why: the card opens with them
+
+
 def render_card(manifest: dict[str, Any], configs: dict[str, dict[str, Any]], stats: RowStats,
                 sections: dict[str, str]) -> str:
     """The whole card: front matter, overview, statistics, audits, build, extra sections."""
@@ -50,7 +53,7 @@ def render_card(manifest: dict[str, Any], configs: dict[str, dict[str, Any]], st
         "trigger arrives, without being asked. Built by the `triggerbench` pipeline from hand-written seed blueprints; "
         "the PM-Bench seven-day agent week ships alongside (`week/week.json`).\n"
     )
-    gaps = [line for body in sections.values() for line in body.splitlines() if line.startswith("> **Coverage gap")]
+    gaps = [line for body in sections.values() for line in body.splitlines() if line.startswith(GAP_NOTES)]
     if gaps:  # stated in the card's first lines, not only in the section that found them
         parts.append("\n".join(gaps) + "\n")
     parts.append("## Configs and rows\n")

@@ -28,3 +28,18 @@ def test_shape_table_describes_each_variant() -> None:
     table = _stats().shape_table("pm_base")
     assert "| state_tracking | pos_clean | 2 | 1500 | 500 | 1000 | 1500 | 2000 | 15.0 | 5.0 | 10 | 15.0 | 20 |" in table
     assert "| state_tracking | neg_clean | 1 | 9999 |" in table
+
+
+def test_the_card_opens_with_every_gap_its_sections_state() -> None:
+    """Rows a config lacks (a corpus too small, a deadline too close) are said before the row tables, not only in
+    the distractor section that found them."""
+    from pipeline.card import render_card
+
+    manifest = {"version": "9.9.9", "config": {}, "seed": 0, "pipeline_version": "x", "fallbacks": {}, "stages": []}
+    coverage = "> **Coverage gap**: the offline distractor corpora cannot fill safe_coding at 80k: 52 blueprints"
+    deadline = "> **Deadline gap**: temporal_grounding at 20k: 61 blueprints have no row"
+    sections = {"Distractor corpora": f"Some text.\n\n{coverage}\n\n{deadline}\n\nMore text.\n"}
+    card = render_card(manifest, {"pm_base": {"test": {"rows": 1}}}, _stats(), sections)
+    head = card.split("## Configs and rows")[0]
+    assert coverage in head and deadline in head
+    assert card.count(deadline) == 2  # and still in its own section

@@ -1,9 +1,10 @@
 """The shortcut gate judges an LLM-built release exactly as an offline one.
 
 Two CLI builds of five state-tracking seeds against a scripted filler model over real HTTP. One model
-plants a cue: every exchange it writes has a reply of a dozen words, so the constraint's reply (59-122
-words in these seeds) is the longest of its row. The other writes replies of 90-160 words. The first
-release must fail its shortcut check on the longest-reply finder; the second must not fail that cell.
+plants a cue: every exchange it writes has a reply of a dozen words, so the constraint's reply (195-223
+words in these seeds, each longer than its seed's update reply, which Pos-Clean also places) is the
+longest of its row. The other writes replies of 100-280 words, as the story pools do. The first release
+must fail its shortcut check on the longest-reply finder; the second must not fail that cell.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from stages.generate.prompts import FILLER_SYSTEM
 from tests.conftest import release_in, run_cli
@@ -23,7 +25,17 @@ from tests.test_shortcuts_release import _cells
 
 pytestmark = pytest.mark.slow
 
-SEEDS = sorted((BLUEPRINTS / "state_tracking").glob("*.yaml"))[:5]
+
+
+def _constraint_reply_lead(path: Path) -> int:
+    """Words by which a seed's constraint reply outruns its update and resolution replies."""
+    seed = yaml.safe_load(path.read_text(encoding="utf-8"))
+    others = [len(seed[k]["reply"].split()) for k in ("update", "negative") if (seed.get(k) or {}).get("reply")]
+    return len(seed["constraints"][0]["reply"].split()) - max(others, default=0)
+
+
+# the five whose constraint reply is the longest placed reply by the widest margin: the planted cue singles it out
+SEEDS = sorted(sorted((BLUEPRINTS / "state_tracking").glob("*.yaml"), key=_constraint_reply_lead, reverse=True)[:5])
 QUESTIONS = ["Could you suggest a calmer way to plan the rest of this, step by step?",
              "What would you suggest I sort out first, given how things stand?",
              "Is there a simple habit that would make this part easier?",
@@ -70,7 +82,7 @@ def longest_reply_cell(tmp_path: Path, reply_words: Any) -> tuple[dict[str, str]
 def test_a_filler_model_that_plants_a_cue_fails_the_gate_and_one_that_does_not_passes_the_cell(tmp_path: Path) -> None:
     planted, verdict = longest_reply_cell(tmp_path / "planted", lambda k: 12 + k % 3)
     assert int(planted["families"]) == len(SEEDS) and planted["gated"] == "True"
-    assert float(planted["value"]) >= 0.5 and planted["fails"] == "True", planted  # an update reply may be longer
+    assert float(planted["value"]) >= 0.8 and planted["fails"] == "True", planted
     assert verdict == "fail"
-    natural, _ = longest_reply_cell(tmp_path / "natural", lambda k: 90 + (37 * k) % 71)
+    natural, _ = longest_reply_cell(tmp_path / "natural", lambda k: 100 + (37 * k) % 181)
     assert natural["fails"] == "False" and float(natural["value"]) < float(planted["value"]), natural
