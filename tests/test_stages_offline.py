@@ -264,6 +264,9 @@ def test_distractor_pool_cuts_time_free_snippets_with_their_counts(snippets: dic
     pool = snippets["pool"]
     assert len(pool.items) > 50 and pool.stats["filters"]["multiwoz"]["conversations"] == 120
     assert pool.stats["filters"]["multiwoz"]["time_expression"] == sum(d.reason == "time_expression" for d in pool.dropped)
+    # a snippet opens mid-conversation when an exchange before it was cut (its id names its first exchange)
+    opening_later = sum(not item["id"].endswith("#0") for item in pool.items)
+    assert 0 < pool.stats["filters"]["multiwoz"]["mid_conversation"] == opening_later < len(pool.items)
     for snippet in pool.items[:40]:
         roles = [role for role, _ in snippet["messages"]]
         assert roles == ["user", "assistant"] * (len(roles) // 2)

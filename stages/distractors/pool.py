@@ -6,7 +6,8 @@ where ``tokens[i]`` is the o200k count of ``" " + content`` for user messages (t
 timestamp prefix) and of ``content`` for assistant messages, so a stretched row's length is a
 sum, never a re-tokenization. Dropped, with reasons: exchanges holding a time expression
 (``time_expression``; ``stats["filters"][source]["time-patterns"]`` counts the exchanges matching each
-pattern of :data:`~stages.distractors.units.TIME_PATTERNS`) or too long to inject (``too_long``).
+pattern of :data:`~stages.distractors.units.TIME_PATTERNS`) or too long to inject (``too_long``);
+``stats["filters"][source]["mid_conversation"]`` counts the snippets that open after such a cut.
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ class DistractorPool(Stage):
             conversations = load_source(name, source["kind"], source["location"], tuple(source["files"]))
             filters = out.stats["filters"].setdefault(name, {"conversations": len(conversations),
                                                             DropReason.TIME_EXPRESSION.value: 0, DropReason.TOO_LONG.value: 0,
+                                                            "mid_conversation": 0,
                                                             "time-patterns": dict.fromkeys(TIME_PATTERNS, 0)})
             pairs = [exchanges(conversation.messages) for conversation in conversations]
             counts = iter(tokenizer.count_many(t for exchange in pairs for t in _pair_texts(exchange)))
@@ -135,6 +137,7 @@ class DistractorPool(Stage):
                 tokens = [c for _, _, pair_counts in run for c in pair_counts]
                 out.items.append({"id": f"{conversation.id}#{first}", "source": conversation.source,
                                   "messages": messages, "tokens": tokens})
+                filters["mid_conversation"] += first > 0  # after a cut exchange (or a full snippet), not at the opening
             run, run_tokens = [], 0
 
         for index, (pair, pair_counts) in enumerate(zip(pairs, zip(counts[::2], counts[1::2]))):
