@@ -101,7 +101,8 @@ def run_batch(server: ScriptedServer, cache: Path) -> tuple[LLMClient, list[Any]
         max_retries=MAX_RETRIES, max_rate_limit_retries=MAX_RATE_LIMIT_RETRIES, base_delay=0.01, max_delay=0.05
     )
     config = LLMConfig(
-        base_url=server.base_url, model="scripted-model", timeout=0.4, concurrency=16, retry=retry, max_repairs=MAX_REPAIRS
+        # a hang lasts 5 s; 0.4 s also timed out healthy requests on a loaded 2-core run, which were then retried
+        base_url=server.base_url, model="scripted-model", timeout=2.0, concurrency=16, retry=retry, max_repairs=MAX_REPAIRS
     )
     client = LLMClient(config, RequestCache(cache))
     requests = [
