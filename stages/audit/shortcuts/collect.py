@@ -52,7 +52,6 @@ class ShortcutCollector:
     def __init__(self, settings: ShortcutSettings) -> None:
         self.settings = settings
         self.rows: list[_Row] = []                     # every pm/explicit row
-        self.base_texts: list[int] = []                # positions of base rows (texts kept for embeddings)
         self.invariants: dict[tuple[str, str, str], list[RowInvariants]] = defaultdict(list)
         self.label_rows: list[tuple[Cell, str, str, np.ndarray, np.ndarray]] = []
         self._texts = TextCache()
@@ -87,10 +86,7 @@ class ShortcutCollector:
         if text_now:
             record.hits |= finders.similarity(turns, None)[0]
             turns.texts = None
-        position = len(self.rows)
         self.rows.append(record)
-        if is_base:
-            self.base_texts.append(position)
         self.label_rows.append((cell, record.family, blueprint, learned.row_features(turns, True),
                                 learned.row_features(turns, False)))
 
@@ -99,12 +95,13 @@ class ShortcutCollector:
     def _base_similarity(self, embed: Embed | None) -> dict[int, np.ndarray]:
         """Text-finder hits of base rows (in place) and their similarity features for the learned finder."""
         vectors: dict[str, np.ndarray] = {}
-        if embed is not None and self.base_texts:
-            base = [self.rows[p].turns for p in self.base_texts]
+        positions = [p for p, record in enumerate(self.rows) if record.cell[0] == "base"]  # texts kept for these
+        if embed is not None and positions:
+            base = [self.rows[p].turns for p in positions]
             texts = sorted({t for turns in base for t in [*(turns.texts or []), turns.trigger_text]})
             vectors = dict(zip(texts, embed(texts)))
         features = {}
-        for position in self.base_texts:
+        for position in positions:
             turns = self.rows[position].turns
             pair = None
             if vectors:
