@@ -174,6 +174,7 @@ def _run_map(stage: MapStage, inputs: dict[str, list[dict]], ctx: StageContext, 
         if stored is None:
             if not prepared:
                 stage.setup({name: inputs[name] for name in side_names}, ctx)
+                stage.prepare([todo for todo, todo_key in zip(main, keys) if todo_key not in found], ctx)
                 prepared = True
             transient_before = _transient_counts(ctx)
             stored = item_result_to_json(stage.process(item, ctx))

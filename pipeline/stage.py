@@ -205,6 +205,11 @@ class MapStage(Stage):
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         """Prepare shared state (lookup tables, corpora) before the first item."""
 
+    def prepare(self, items: list[Item], ctx: StageContext) -> None:
+        """Batch work that the items about to be processed share (one embedding call for all of them,
+        say), after :meth:`setup` and before the first :meth:`process`. ``items``: the uncached ones.
+        Must not change what ``process`` returns, only how fast. Default: nothing."""
+
     def side_input_digest(self, name: str, items: list[Item]) -> str:
         """Digest of what :meth:`setup` reads of side input ``name`` (part of every item's cache key).
         Default: all of it. A stage that reads a part overrides this with the digest of that part,
@@ -223,6 +228,7 @@ class MapStage(Stage):
         """Uncached reference implementation; the runner uses its cached equivalent."""
         main, *side = self.inputs
         self.setup({name: inputs[name] for name in side}, ctx)
+        self.prepare(inputs[main], ctx)
         out = StageOutput(items=[])
         for item in inputs[main]:
             result = self.process(item, ctx)

@@ -132,6 +132,22 @@ class Stretch(MapStage):
             self.semantic = SemanticFilter(embedder, side_inputs["distractor_pool"], self.params.semantic_percentile,
                                            self.params.semantic_floor)
 
+    def prepare(self, items: list[Item], ctx: StageContext) -> None:
+        """Embed every text the semantic filter will compare (snippet turns, and each item's constraints,
+        trigger and background) in one batched call: per item, the background alone is a dozen replies
+        of every length, and small padded batches of them took two thirds of a cold stretch."""
+        if self.semantic is None:
+            return
+        texts: list[str] = []
+        for item in items:
+            bp = item["blueprint"]
+            source = self.routes.get(f"{bp['dimension']}/{bp['subtype']}") or self.routes.get(bp["dimension"])
+            if source in self.params.semantic_sources:
+                self.semantic.warm(source)
+                constraints, trigger, background = _semantic_texts(item)
+                texts += [*constraints, trigger or "", *background]
+        self.semantic.embedder.embed(texts)
+
     def _mentions_slot(self, snippet: Item, slots: list[str]) -> bool:
         text = self.lowered[snippet["id"]]
         return any(slot.lower() in text and mentions(text, slot) for slot in slots)
@@ -194,12 +210,7 @@ class Stretch(MapStage):
         """Candidates that pass the semantic filter; counts go into ``filtered``, one record per reason."""
         if self.semantic is None or source not in self.params.semantic_sources:
             return candidates, None, []
-        turns = item["turns"]
-        verdict = self.semantic.judge(
-            source, [c["id"] for c in candidates],
-            [t["content"] for t in turns if t["role"] == "user" and t["kind"] == "constraint"],
-            None if item["blueprint"]["dimension"] == "attention_recovery" else turns[-1]["content"],
-            [t["content"] for t in turns if t["kind"] == "filler"])
+        verdict = self.semantic.judge(source, [c["id"] for c in candidates], *_semantic_texts(item))
         kept = [c for c, reason in zip(candidates, verdict.reasons) if reason is None]
         drops = []
         for reason, threshold in ((DropReason.SEMANTIC_CONSTRAINT, verdict.constraint_threshold),
@@ -216,6 +227,16 @@ class Stretch(MapStage):
                   "trigger_threshold": round(verdict.trigger_threshold, 4),
                   "nearest_constraint_before": _quantiles(nearest), "nearest_constraint_after": _quantiles(after)}
         return kept, record, drops
+
+
+def _semantic_texts(item: Item) -> tuple[list[str], str | None, list[str]]:
+    """What the semantic filter compares snippets with: the base dialogue's constraint turns, its trigger
+    (None for attention recovery, whose trigger is about the interruption the injected traces continue)
+    and its filler turns (the background that sets the thresholds)."""
+    turns = item["turns"]
+    return ([t["content"] for t in turns if t["role"] == "user" and t["kind"] == "constraint"],
+            None if item["blueprint"]["dimension"] == "attention_recovery" else turns[-1]["content"],
+            [t["content"] for t in turns if t["kind"] == "filler"])
 
 
 def _quantiles(values) -> dict[str, float] | None:

@@ -117,6 +117,10 @@ def test_embedder_encodes_each_distinct_text_once_and_caches(tmp_path: Path) -> 
     assert np.array_equal(again.embed(texts[:2]), vectors[:2])
     assert again.stats.encoded == 0 and again.stats.cached == 2
     again.close()
+    memory_only = Embedder(loaded)  # no disk cache: a text asked for twice is still embedded once
+    first = memory_only.embed(texts[:2])
+    assert np.array_equal(memory_only.embed(texts[1:3]), first[[1, 0]])
+    assert memory_only.stats.encoded == 2 and memory_only.stats.cached == 2
 
 
 @pytest.mark.parametrize("offline_flag", [False, True])

@@ -44,10 +44,14 @@ class Square(MapStage):
     inputs = ("numbers",)
     Params = SquareParams
     calls: list[int] = []  # values processed, across instances (reset by the fixture)
+    prepared: list[list[int]] = []  # the values each ``prepare`` call was given
     crash_on: int | None = None  # raise on this value: a crash mid-stage (not a parameter: same fingerprint)
 
     def environment_keys(self) -> tuple[str, ...]:
         return ("model",)
+
+    def prepare(self, items: list[Item], ctx: StageContext) -> None:
+        Square.prepared.append([item["value"] for item in items])
 
     def process(self, item: Item, ctx: StageContext) -> list[Item | Dropped] | Drop:
         Square.calls.append(item["value"])
@@ -71,7 +75,7 @@ class Total(Stage):
 
 @pytest.fixture(autouse=True)
 def _reset_calls() -> None:
-    Square.calls, Square.crash_on = [], None
+    Square.calls, Square.prepared, Square.crash_on = [], [], None
 
 
 def build(tmp_path: Path, numbers: dict | None = None, square: dict | None = None, env: dict | None = None,
@@ -123,9 +127,14 @@ def test_changing_params_seed_or_declared_environment_changes_fingerprints(tmp_p
 
 def test_map_stage_recomputes_only_changed_items(tmp_path: Path) -> None:
     build(tmp_path, numbers={"values": (1, 2, 3)})
-    Square.calls = []
+    assert Square.prepared == [[1, 2, 3]]  # batch work for every item, once, before the first process
+    Square.calls, Square.prepared = [], []
     result = build(tmp_path, numbers={"values": (1, 2, 7)})
     assert Square.calls == [7]  # 1 and 2 come from the per-item cache
+    assert Square.prepared == [[7]]  # and prepare is given only the item to compute
+    Square.prepared = []
+    build(tmp_path, numbers={"values": (1, 2, 7)})
+    assert Square.prepared == []  # everything cached: neither setup nor prepare runs
     assert cached(result)["square"] is False  # the stage ran, its items were cached
     assert result.outputs["total"].items[0]["value"] == 1 + 4 + 49
 

@@ -224,13 +224,15 @@ class EmbedStats:
 
 
 class Embedder:
-    """Embed texts once each, in batches, through an optional on-disk cache."""
+    """Embed texts once each, in batches, through an optional on-disk cache (and an in-memory one, so an
+    embedder without a disk cache still embeds a text once)."""
 
     def __init__(self, loaded: LoadedModel, cache_dir: Path | None = None, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         self.loaded = loaded
         self.batch_size = batch_size
         self.cache = EmbeddingCache(cache_dir / "embeddings", loaded.choice.key) if cache_dir is not None else None
         self.stats = EmbedStats()
+        self.memory: dict[str, np.ndarray] = {}  # every vector this embedder has seen, by sha256(text)
 
     @property
     def choice(self) -> EmbeddingModelChoice:
@@ -248,7 +250,9 @@ class Embedder:
         """Unit vectors for ``texts`` (row-aligned; duplicates are embedded once)."""
         distinct = list(dict.fromkeys(texts))
         hashes = [sha256_text(text) for text in distinct]
-        vectors: dict[str, np.ndarray] = self.cache.get_many(hashes) if self.cache is not None else {}
+        vectors = {sha: self.memory[sha] for sha in hashes if sha in self.memory}
+        if self.cache is not None and len(vectors) < len(hashes):
+            vectors.update(self.cache.get_many([sha for sha in hashes if sha not in vectors]))
         missing = [i for i, sha in enumerate(hashes) if sha not in vectors]
         missing.sort(key=lambda i: -len(distinct[i]))  # length-homogeneous chunks, like encode's own sort
         self.stats.distinct += len(distinct)
@@ -261,6 +265,7 @@ class Embedder:
             vectors.update(zip(chunk_hashes, encoded))
             if self.cache is not None:
                 self.cache.put_many(chunk_hashes, encoded)
+        self.memory.update(vectors)
         by_text = {text: vectors[sha] for text, sha in zip(distinct, hashes)}
         dim = self.dimension() if not by_text else len(next(iter(by_text.values())))
         if not texts:

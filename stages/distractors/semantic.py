@@ -46,6 +46,10 @@ class SemanticFilter:
             self.by_source.setdefault(snippet["source"], []).append(snippet)
         self.index: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
 
+    def warm(self, source: str) -> None:
+        """Embed ``source``'s snippet turns now (they are otherwise embedded on the first ``judge``)."""
+        self._source(source)
+
     def _source(self, source: str) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Turn vectors of one source's snippets, embedded in one batched call the first time it is asked for."""
         if source not in self.index:
