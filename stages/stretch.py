@@ -38,7 +38,7 @@ from stages.audit.embeddings import Embedder, resolved_model
 from stages.distractors import fill as filling
 from stages.distractors import semantic
 from stages.distractors.fill import fill_budget
-from stages.distractors.semantic import SemanticFilter
+from stages.distractors.semantic import SemanticFilter, constraint_sentences
 from stages.injection import Layout, boundaries, lay_out, share_after_constraint, split_into_chunks
 from stages.long_configs import shifted, write_long_configs
 from stages.timing import TimingParams, TypingModel
@@ -145,7 +145,7 @@ class Stretch(MapStage):
             if source in self.params.semantic_sources:
                 self.semantic.warm(source)
                 constraints, trigger, background = _semantic_texts(item)
-                texts += [*constraints, trigger or "", *background]
+                texts += [*constraints, *constraint_sentences(constraints), trigger or "", *background]
         self.semantic.embedder.embed(texts)
 
     def _mentions_slot(self, snippet: Item, slots: list[str]) -> bool:
@@ -217,8 +217,9 @@ class Stretch(MapStage):
                                   (DropReason.SEMANTIC_TRIGGER, verdict.trigger_threshold)):
             count = filtered[reason.value] = verdict.reasons.count(reason)
             if count:
+                sentences = " (or a sentence's own)" if reason is DropReason.SEMANTIC_CONSTRAINT else ""
                 drops.append(Dropped(f"{item['id']}~{reason}", reason,
-                                     f"{count} {source} snippets: a turn above cosine {threshold:.3f} "
+                                     f"{count} {source} snippets: a turn above cosine {threshold:.3f}{sentences} "
                                      f"(p{self.params.semantic_percentile:g} of the base dialogue's filler turns, "
                                      f"floor {self.params.semantic_floor:g})"))
         nearest = verdict.nearest_constraint

@@ -206,3 +206,30 @@ def test_semantic_filter_skips_snippets_close_to_the_constraint(multiwoz_21: dic
     assert verdict.reasons == ["semantic_constraint", None], verdict
     assert verdict.constraint_threshold >= 0.3
     assert verdict.nearest_constraint[0] > verdict.constraint_threshold > verdict.nearest_constraint[1]
+
+
+def test_semantic_filter_checks_each_sentence_of_a_constraint_inside_a_question(multiwoz_21: dict) -> None:
+    """la-me-hotel-rate-cap's constraint rides inside a question about a conference talk. Embedded whole, the
+    turn is closest to the talk, and a real MultiWOZ hotel booking falls below the turn's threshold; its
+    rule sentence, checked on its own against its own background, catches the booking."""
+    from stages.audit.embeddings import Embedder, load_bundled
+    from stages.distractors.semantic import SemanticFilter, constraint_sentences
+
+    conversations = {c.id: c for c in loaders.multiwoz(multiwoz_21)}
+    hotel = conversations["multiwoz:MUL0012"].messages[:4]
+    snippets = [{"id": "hotel", "source": "multiwoz", "messages": [list(m) for m in hotel]}]
+    constraint = ("My talk got accepted for the conference, which is thrilling and slightly terrifying. Our new travel "
+                  "policy is strict: hotels can't go over $180 a night, and anything above that gets bounced back by "
+                  "finance no matter who signed off on it. Now I need to pitch a technical talk to a very mixed "
+                  "audience, from engineers to sales people. Where do I even start?")
+    background = ["How long should the talk's opening story be before I get to the point?",
+                  "Should I put the architecture diagram early or keep it for the questions?",
+                  "What do I do if the sales people start checking their phones halfway through my talk?",
+                  "How many slides is too many for a twenty-five minute slot?"]
+    sentences = constraint_sentences([constraint])
+    assert sentences[1].startswith("Our new travel policy is strict") and len(sentences) == 4  # "Where do I even start?"
+    assert constraint_sentences(["One sentence only, so nothing to split."]) == []
+    semantic = SemanticFilter(Embedder(load_bundled()), snippets, percentile=95.0, floor=0.3)
+    verdict = semantic.judge("multiwoz", ["hotel"], [constraint], None, background)
+    assert verdict.nearest_constraint[0] <= verdict.constraint_threshold  # the whole turn alone would keep it
+    assert verdict.reasons == ["semantic_constraint"], verdict

@@ -113,8 +113,9 @@ def _semantic_table(plans: list[dict], dimension_of: dict[str, str]) -> list[str
     for blueprint, plan in seen.items():
         by_dimension[dimension_of.get(blueprint, "?")].append(plan)
     lines = ["", "Semantic anti-leakage filter (per blueprint; the same at every length): snippets skipped because a "
-             "turn is closer to a constraint, or to the trigger, than the blueprint's background (p95 of its "
-             "constraint- or trigger-to-filler cosines, floor 0.3); cosines are each snippet's closest turn to a "
+             "turn is closer to a constraint (or to one sentence of a constraint turn), or to the trigger, than the "
+             "blueprint's background (p95 of its constraint-, sentence- or trigger-to-filler cosines, floor 0.3); "
+             "the threshold is the whole constraint turn's; cosines are each snippet's closest turn to a "
              "constraint, median over blueprints of the per-blueprint p95:", "",
              "| dimension | blueprints | skipped: constraint | skipped: trigger | median threshold | "
              "p95 cosine before | p95 cosine after |", "|---|---|---|---|---|---|---|"]

@@ -4,8 +4,9 @@ The gold-slot filter only catches snippets that name a key entity; a hotel booki
 policy check can still echo a "hotel rate cap" constraint. Here each snippet turn is embedded once
 (batched, through the audit's cached :class:`~stages.audit.embeddings.Embedder`), and a snippet is
 dropped for a blueprint when any of its turns is closer (cosine) to one of the blueprint's
-constraints, or to its trigger, than that blueprint's own background: a percentile of the cosines
-between the constraint (or trigger) and the base dialogue's topic filler turns, never below a floor
+constraints (or to one sentence of a constraint turn that holds several), or to its trigger, than that
+blueprint's own background: a percentile of the cosines between the constraint (sentence, trigger) and
+the base dialogue's topic filler turns, never below a floor
 (with a background of unrelated filler the percentile alone sits where any two unrelated texts
 fall, around 0.1-0.2 for MiniLM, and would drop most of a corpus for reasons that are not meaning).
 
@@ -16,12 +17,33 @@ the cosine distribution before and after.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from pipeline.vocabulary import DropReason
 from stages.audit.embeddings import Embedder
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(`])")
+MIN_SENTENCE_WORDS = 4
+
+
+def constraint_sentences(constraints: list[str]) -> list[str]:
+    """The sentences of constraint turns that hold more than one (of at least ``MIN_SENTENCE_WORDS`` words).
+
+    A constraint usually rides inside a question about the story ("My talk got accepted ... hotels can't go
+    over $180 a night ... Where do I even start?"): embedded whole, the turn is closest to its story, and a
+    hotel booking from the corpus sits below the turn's threshold. Each sentence is checked on its own, with
+    its own background threshold, so the rule's sentence is compared with the snippets as the rule.
+    """
+    found: list[str] = []
+    for text in constraints:
+        pieces = [p for p in _SENTENCE_END.split(" ".join(text.split())) if len(p.split()) >= MIN_SENTENCE_WORDS]
+        if len(pieces) > 1:
+            found += [p for p in pieces if p not in found]
+    return found
 
 
 @dataclass(frozen=True)
@@ -71,19 +93,25 @@ class SemanticFilter:
         interruption, which the injected problem-solving traces continue by design).
         """
         ids, vectors, starts = self._source(source)
-        queries = self.embedder.embed([*constraints, trigger or "", *background])
-        c_vec, t_vec, b_vec = queries[: len(constraints)], queries[len(constraints)], queries[len(constraints) + 1:]
+        parts = constraint_sentences(constraints)
+        n_c, n_p = len(constraints), len(parts)
+        queries = self.embedder.embed([*constraints, *parts, trigger or "", *background])
+        c_vec, p_vec = queries[:n_c], queries[n_c:n_c + n_p]
+        t_vec, b_vec = queries[n_c + n_p], queries[n_c + n_p + 1:]
         c_threshold = self.threshold(b_vec @ c_vec.T)
+        p_thresholds = np.array([self.threshold(b_vec @ vector) for vector in p_vec])
         t_threshold = self.threshold(b_vec @ t_vec) if trigger is not None else 1.0
         if not ids:
             return Verdict([], c_threshold, t_threshold, np.zeros(0))
         to_constraint = np.round(np.maximum.reduceat((vectors @ c_vec.T).max(axis=1), starts), 4)
         to_trigger = np.round(np.maximum.reduceat(vectors @ t_vec, starts), 4)
+        near_part = (np.logical_or.reduceat((np.round(vectors @ p_vec.T, 4) > p_thresholds).any(axis=1), starts)
+                     if n_p else np.zeros(len(ids), dtype=bool))
         position = {snippet_id: i for i, snippet_id in enumerate(ids)}
         rows = np.array([position[snippet_id] for snippet_id in snippet_ids], dtype=int)
         reasons: list[DropReason | None] = []
         for row in rows:
-            if to_constraint[row] > c_threshold:
+            if to_constraint[row] > c_threshold or near_part[row]:
                 reasons.append(DropReason.SEMANTIC_CONSTRAINT)
             elif to_trigger[row] > t_threshold:
                 reasons.append(DropReason.SEMANTIC_TRIGGER)
