@@ -91,7 +91,7 @@ def _phrase_pattern(phrase: str) -> re.Pattern[str]:
 _NUMBER = r"(?:\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|forty-five|half an?|a couple of|a few|several)"
 TIME_PATTERNS: dict[str, re.Pattern[str]] = {
     # 14:30 always; 9.30 only after a time word ("at 9.30"), so decimals and prices ($14.40, 0.25) are not times
-    "clock": re.compile(r"\b(?:[01]?\d|2[0-3]):[0-5]\d\b|\b(?:at|by|until|till|from|before|after|around)\s+"
+    "clock": re.compile(r"\b(?:[01]?\d|2[0-4]):[0-5]\d\b|\b(?:at|by|until|till|from|before|after|around)\s+"
                         r"(?:[01]?\d|2[0-3])\.[0-5]\d\b(?!\s*(?:pounds|gbp|£|%))|\b\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.)\b"
                         r"|\bo'clock\b|\bnoon\b|\bmidnight\b", re.I),
     "duration": re.compile(rf"\b{_NUMBER}[ -](?:minutes?|mins?|hours?|hrs?|seconds?|days?|weeks?|months?|years?)\b", re.I),

@@ -39,6 +39,7 @@ def _multiwoz_21(shared: Path) -> dict:
 # (dialogue, turn, pattern) of real MultiWOZ 2.1 validation lines, each holding one kind of time expression
 REAL_TIME_LINES = [
     ("MUL0012", 14, "clock"), ("MUL0016", 14, "clock"), ("MUL0376", 15, "clock"), ("MUL2064", 18, "clock"),
+    ("PMUL2975", 18, "clock"),  # "I need to leave the hotel at 24:30 ." (MultiWOZ writes past midnight as 24:xx)
     ("MUL0051", 15, "duration"), ("MUL0293", 5, "duration"), ("MUL0227", 11, "duration"), ("MUL0637", 9, "duration"),
     ("MUL1988", 15, "part-of-day"), ("MUL0759", 12, "part-of-day"), ("MUL0142", 12, "part-of-day"),
     ("MUL0013", 11, "relative-day"), ("MUL2677", 0, "relative-day"), ("PMUL0912", 12, "relative-day"),

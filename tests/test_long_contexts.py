@@ -39,7 +39,7 @@ def _base(release: Path, config: str) -> dict[str, dict]:
 # An independent scan for time expressions (not the pool's filter): clock times, durations, parts of the
 # day, relative days, weekdays, month names and numeric dates.
 INDEPENDENT_TIME = re.compile(
-    r"\b(?:[01]?\d|2[0-3]):[0-5]\d\b|\b\d{1,2} ?[ap]m\b|\bo'clock\b|\b(?:noon|midnight)\b"
+    r"\b(?:[01]?\d|2[0-4]):[0-5]\d\b|\b\d{1,2} ?[ap]m\b|\bo'clock\b|\b(?:noon|midnight)\b"
     r"|\b(?:minutes?|hours?|mins|hrs)\b|\b(?:\d+|two|three|four|five|ten) (?:days?|nights?|weeks?|months?|years?)\b"
     r"|\b(?:mornings?|afternoons?|evenings?|nights?|tonight|today|tomorrow|yesterday|weekends?)\b"
     r"|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b"

@@ -19,7 +19,7 @@ TIME_PATTERNS: dict[str, re.Pattern[str]] = {
     for name, pattern in {
         # 14:30, 9 : 15, 9am, 10:30 pm, a.m., o'clock, noon, midnight (bare "am" is "I am")
         # (hours 0-23, minutes 00-59, spaces but no line break around the colon: "12:\n13" are line numbers)
-        "clock": r"\b(?:[01]?\d|2[0-3]) ?: ?[0-5]\d\b|\b\d{1,2} ?(?:am|pm)\b|\b[ap]\.m\.|\bpm\b|\bo'?clock\b|\bnoon\b|\bmidnight\b",
+        "clock": r"\b(?:[01]?\d|2[0-4]) ?: ?[0-5]\d\b|\b\d{1,2} ?(?:am|pm)\b|\b[ap]\.m\.|\bpm\b|\bo'?clock\b|\bnoon\b|\bmidnight\b",
         # 15 minutes, two hours, an hour, half an hour, 4 nights, a couple of days, 79 mins; bare minutes/hours
         "duration": rf"\b{_NUMBER}[ -]+(?:seconds?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|months?|years?|fortnights?)\b"
                     r"|\b(?:seconds|minutes|hours|mins|hrs)\b|\bminute\b|\bhour\b",
