@@ -267,6 +267,8 @@ def test_distractor_pool_cuts_time_free_snippets_with_their_counts(snippets: dic
     # a snippet opens mid-conversation when an exchange before it was cut (its id names its first exchange)
     opening_later = sum(not item["id"].endswith("#0") for item in pool.items)
     assert 0 < pool.stats["filters"]["multiwoz"]["mid_conversation"] == opening_later < len(pool.items)
+    opening_tokens = sum(sum(item["tokens"]) for item in pool.items if item["id"].endswith("#0"))
+    assert 0 < pool.stats["filters"]["multiwoz"]["opening_tokens"] == opening_tokens
     for snippet in pool.items[:40]:
         roles = [role for role, _ in snippet["messages"]]
         assert roles == ["user", "assistant"] * (len(roles) // 2)

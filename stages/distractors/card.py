@@ -41,12 +41,13 @@ def distractor_section(run: RunResult) -> str:
         time_dropped, too_long = counts[DropReason.TIME_EXPRESSION.value], counts[DropReason.TOO_LONG.value]
         lines.append(f"| {source} | {counts['conversations']} | {time_dropped} | {too_long} | "
                      f"{counts['snippets']} | {counts.get('mid_conversation', 0)} | {gold.get(source, 0)} |")
-    if filters.get("multiwoz", {}).get("mid_conversation"):
+    multiwoz = filters.get("multiwoz", {})
+    if multiwoz.get("mid_conversation"):
+        openings = f", about {multiwoz['opening_tokens'] / 1000:.0f}k tokens of openings" if "opening_tokens" in multiwoz else ""
         lines += ["", "A snippet *opening mid-conversation* starts after a cut exchange, so its first user turn may answer "
                   "a question the reader never saw (\"Yes, book it for me\"). Keeping only dialogue openings would leave "
-                  "the offline MultiWOZ validation split (999 dialogues, about 74k tokens of openings) too small for 80k "
-                  "and 100k rows; the full corpus (`pfb30/multi_woz_v22`) would allow it, which this release does not do.",
-                  ""]
+                  f"this MultiWOZ corpus ({multiwoz['conversations']} dialogues{openings}) too small for 80k and 100k "
+                  "rows; the full corpus (`pfb30/multi_woz_v22`) would allow it, which this release does not do.", ""]
     lines += _time_pattern_table(filters)
     lines += _timing_table(stretch.items if stretch else [])
     dimension_of = {item["id"]: item["blueprint"]["dimension"] for item in run.outputs["split"].items}

@@ -7,7 +7,8 @@ timestamp prefix) and of ``content`` for assistant messages, so a stretched row'
 sum, never a re-tokenization. Dropped, with reasons: exchanges holding a time expression
 (``time_expression``; ``stats["filters"][source]["time-patterns"]`` counts the exchanges matching each
 pattern of :data:`~stages.distractors.units.TIME_PATTERNS`) or too long to inject (``too_long``);
-``stats["filters"][source]["mid_conversation"]`` counts the snippets that open after such a cut.
+``stats["filters"][source]["mid_conversation"]`` counts the snippets that open after such a cut, and
+``opening_tokens`` the tokens of those that open where their conversation does.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ class DistractorPool(Stage):
             conversations = load_source(name, source["kind"], source["location"], tuple(source["files"]))
             filters = out.stats["filters"].setdefault(name, {"conversations": len(conversations),
                                                             DropReason.TIME_EXPRESSION.value: 0, DropReason.TOO_LONG.value: 0,
-                                                            "mid_conversation": 0,
+                                                            "mid_conversation": 0, "opening_tokens": 0,
                                                             "time-patterns": dict.fromkeys(TIME_PATTERNS, 0)})
             pairs = [exchanges(conversation.messages) for conversation in conversations]
             counts = iter(tokenizer.count_many(t for exchange in pairs for t in _pair_texts(exchange)))
@@ -138,6 +139,7 @@ class DistractorPool(Stage):
                 out.items.append({"id": f"{conversation.id}#{first}", "source": conversation.source,
                                   "messages": messages, "tokens": tokens})
                 filters["mid_conversation"] += first > 0  # after a cut exchange (or a full snippet), not at the opening
+                filters["opening_tokens"] += sum(tokens) if first == 0 else 0
             run, run_tokens = [], 0
 
         for index, (pair, pair_counts) in enumerate(zip(pairs, zip(counts[::2], counts[1::2]))):
