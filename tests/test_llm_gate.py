@@ -15,8 +15,10 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
+from pipeline.blueprints.loader import SourcedBlueprint, load_corpus
+from pipeline.blueprints.stories import placed_turns
+from pipeline.text import word_count
 from stages.generate.prompts import FILLER_SYSTEM
 from tests.conftest import release_in, run_cli
 from tests.servers.scripted import Reply, ScriptedServer
@@ -27,15 +29,16 @@ pytestmark = pytest.mark.slow
 
 
 
-def _constraint_reply_lead(path: Path) -> int:
-    """Words by which a seed's constraint reply outruns its update and resolution replies."""
-    seed = yaml.safe_load(path.read_text(encoding="utf-8"))
-    others = [len(seed[k]["reply"].split()) for k in ("update", "negative") if (seed.get(k) or {}).get("reply")]
-    return len(seed["constraints"][0]["reply"].split()) - max(others, default=0)
+def _constraint_reply_lead(seed: SourcedBlueprint) -> int:
+    """Words by which a seed's constraint reply outruns the other replies it places (update, resolution)."""
+    replies = {name: word_count(reply) for name, _, reply in placed_turns(seed.blueprint) if reply}
+    return replies["constraints.0"] - max((n for name, n in replies.items() if not name.startswith("constraints")),
+                                          default=0)
 
 
 # the five whose constraint reply is the longest placed reply by the widest margin: the planted cue singles it out
-SEEDS = sorted(sorted((BLUEPRINTS / "state_tracking").glob("*.yaml"), key=_constraint_reply_lead, reverse=True)[:5])
+_STATE_TRACKING = sorted(load_corpus([BLUEPRINTS / "state_tracking"], lint=False).blueprints, key=lambda s: s.path)
+SEEDS = sorted(Path(seed.path) for seed in sorted(_STATE_TRACKING, key=_constraint_reply_lead, reverse=True)[:5])
 QUESTIONS = ["Could you suggest a calmer way to plan the rest of this, step by step?",
              "What would you suggest I sort out first, given how things stand?",
              "Is there a simple habit that would make this part easier?",

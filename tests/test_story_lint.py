@@ -13,6 +13,7 @@ import yaml
 from pipeline.blueprints.loader import load_corpus
 from pipeline.blueprints.schema import Blueprint
 from pipeline.blueprints.slots import render
+from pipeline.text import word_count
 from tests.conftest import REPO
 
 VALID = yaml.safe_load((REPO / "tests" / "fixtures" / "valid_blueprint.yaml").read_text(encoding="utf-8"))
@@ -229,7 +230,7 @@ def test_no_dimension_writes_its_constraints_longer_than_their_exchanges() -> No
             if turn.like is not None:
                 gap = turn_shape(turn.text)[0] - turn_shape(pool.exchanges[turn.like].user)[0]
                 differences.setdefault(str(bp.dimension), []).append(gap)
-                reply_gap = len(turn.reply.split()) - len(pool.exchanges[turn.like].assistant.split())
+                reply_gap = word_count(turn.reply) - word_count(pool.exchanges[turn.like].assistant)
                 reply_differences.setdefault(str(bp.dimension), []).append(reply_gap)
     means = {d: round(sum(g) / len(g), 2) for d, g in differences.items()}
     assert len(means) == 5 and all(abs(m) <= 0.5 for m in means.values()), means
