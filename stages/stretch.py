@@ -38,7 +38,7 @@ from stages.audit.embeddings import Embedder, resolved_model
 from stages.distractors import fill as filling
 from stages.distractors import semantic
 from stages.distractors.fill import fill_budget
-from stages.distractors.semantic import SemanticFilter, constraint_sentences
+from stages.distractors.semantic import SemanticFilter
 from stages.injection import Layout, boundaries, lay_out, share_after_constraint, split_into_chunks
 from stages.long_configs import shifted, write_long_configs
 from stages.timing import TimingParams, TypingModel
@@ -140,13 +140,15 @@ class Stretch(MapStage):
             return
         texts: list[str] = []
         for item in items:
-            bp = item["blueprint"]
-            source = self.routes.get(f"{bp['dimension']}/{bp['subtype']}") or self.routes.get(bp["dimension"])
+            source = self._source_of(item["blueprint"])
             if source in self.params.semantic_sources:
-                self.semantic.warm(source)
-                constraints, trigger, background = _semantic_texts(item)
-                texts += [*constraints, *constraint_sentences(constraints), trigger or "", *background]
+                self.semantic.snippet_vectors(source)
+                texts += self.semantic.query_texts(*_semantic_texts(item))
         self.semantic.embedder.embed(texts)
+
+    def _source_of(self, bp: dict) -> str | None:
+        """The distractor source routed to a blueprint's dimension/subtype, else to its dimension."""
+        return self.routes.get(f"{bp['dimension']}/{bp['subtype']}") or self.routes.get(bp["dimension"])
 
     def _mentions_slot(self, snippet: Item, slots: list[str]) -> bool:
         text = self.lowered[snippet["id"]]
@@ -154,7 +156,7 @@ class Stretch(MapStage):
 
     def process(self, item: Item, ctx: StageContext) -> list[Item | Dropped] | Drop:
         bp = item["blueprint"]
-        source = self.routes.get(f"{bp['dimension']}/{bp['subtype']}") or self.routes.get(bp["dimension"])
+        source = self._source_of(bp)
         if source is None:
             return Drop(DropReason.NO_DISTRACTOR_SOURCE, f"no source configured for {bp['dimension']}")
         candidates = [s for s in self.by_source.get(source, []) if not self._mentions_slot(s, bp["gold_slots"])]

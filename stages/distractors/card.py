@@ -43,10 +43,10 @@ def distractor_section(run: RunResult) -> str:
                      f"{counts['snippets']} | {counts.get('mid_conversation', 0)} | {gold.get(source, 0)} |")
     multiwoz = filters.get("multiwoz", {})
     if multiwoz.get("mid_conversation"):
-        openings = f", about {multiwoz['opening_tokens'] / 1000:.0f}k tokens of openings" if "opening_tokens" in multiwoz else ""
         lines += ["", "A snippet *opening mid-conversation* starts after a cut exchange, so its first user turn may answer "
                   "a question the reader never saw (\"Yes, book it for me\"). Keeping only dialogue openings would leave "
-                  f"this MultiWOZ corpus ({multiwoz['conversations']} dialogues{openings}) too small for 80k and 100k "
+                  f"this MultiWOZ corpus ({multiwoz['conversations']} dialogues, about {multiwoz['opening_tokens'] / 1000:.0f}k "
+                  "tokens of openings) too small for 80k and 100k "
                   "rows; the full corpus (`pfb30/multi_woz_v22`) would allow it, which this release does not do.", ""]
     lines += _time_pattern_table(filters)
     lines += _timing_table(stretch.items if stretch else [])

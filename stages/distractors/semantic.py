@@ -68,11 +68,7 @@ class SemanticFilter:
             self.by_source.setdefault(snippet["source"], []).append(snippet)
         self.index: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
 
-    def warm(self, source: str) -> None:
-        """Embed ``source``'s snippet turns now (they are otherwise embedded on the first ``judge``)."""
-        self._source(source)
-
-    def _source(self, source: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    def snippet_vectors(self, source: str) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Turn vectors of one source's snippets, embedded in one batched call the first time it is asked for."""
         if source not in self.index:
             group = self.by_source.get(source, [])
@@ -80,6 +76,12 @@ class SemanticFilter:
             starts = np.cumsum([0] + [len(snippet["messages"]) for snippet in group[:-1]])
             self.index[source] = ([snippet["id"] for snippet in group], self.embedder.embed(texts), starts)
         return self.index[source]
+
+    @staticmethod
+    def query_texts(constraints: list[str], trigger: str | None, background: list[str]) -> list[str]:
+        """What :meth:`judge` embeds for one blueprint, in its order: constraints, their sentences, the
+        trigger ("" for none) and the background (a stage may embed these for many blueprints at once)."""
+        return [*constraints, *constraint_sentences(constraints), trigger or "", *background]
 
     def threshold(self, background: np.ndarray) -> float:
         """The background percentile, rounded to 4 places (stable across batchings), never below the floor."""
@@ -92,10 +94,10 @@ class SemanticFilter:
         ``trigger`` None skips the trigger comparison (attention recovery: the trigger is about the
         interruption, which the injected problem-solving traces continue by design).
         """
-        ids, vectors, starts = self._source(source)
-        parts = constraint_sentences(constraints)
-        n_c, n_p = len(constraints), len(parts)
-        queries = self.embedder.embed([*constraints, *parts, trigger or "", *background])
+        ids, vectors, starts = self.snippet_vectors(source)
+        texts = self.query_texts(constraints, trigger, background)
+        n_c, n_p = len(constraints), len(texts) - len(constraints) - 1 - len(background)
+        queries = self.embedder.embed(texts)
         c_vec, p_vec = queries[:n_c], queries[n_c:n_c + n_p]
         t_vec, b_vec = queries[n_c + n_p], queries[n_c + n_p + 1:]
         c_threshold = self.threshold(b_vec @ c_vec.T)
