@@ -16,7 +16,7 @@ from pipeline.blueprints.slots import render
 from pipeline.stage import StageContext
 from stages.dialogues import Dialogues
 from stages.variants import variant_turns
-from tests.conftest import REPO
+from tests.conftest import REPO, shared_vectors
 
 RENDERINGS = 40
 REPLY = ("That works, and it is a good moment to plan the next bit calmly. Most people find it easier to take "
@@ -41,12 +41,17 @@ def corpus(*blueprints: dict) -> list[dict]:
     return [{"id": bp["id"], "blueprint": bp, "source": f"{bp['id']}.yaml"} for bp in blueprints]
 
 
+def offline_context() -> StageContext:
+    """A ``dialogues`` context with offline rules and the run's shared embedding cache."""
+    return StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}, embedding_cache=shared_vectors())
+
+
 def dialogues(blueprint: dict, renderings: int = RENDERINGS) -> list[dict]:
     items = [{"id": f"{blueprint['id']}--s{k:02d}", "seed_id": blueprint["id"], "split": "test",
               "blueprint": blueprint, "provenance": {}} for k in range(renderings)]
     stage = Dialogues()
     out = stage.run({"oracle_necessity": items, "load_fillers": [story()], "load_blueprints": corpus(blueprint)},
-                    StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
+                    offline_context())
     assert not out.dropped
     return out.items
 
@@ -126,7 +131,7 @@ def test_a_short_deadline_window_is_never_packed() -> None:
     items = [{"id": f"{blueprint['id']}--s{k:02d}", "seed_id": blueprint["id"], "split": "test",
               "blueprint": blueprint, "provenance": {}} for k in range(40)]
     out = Dialogues().run({"oracle_necessity": items, "load_fillers": [pool], "load_blueprints": corpus(blueprint)},
-                          StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
+                          offline_context())
     span = (datetime.strptime(blueprint["trigger"]["at"], TIME_FORMAT)
             - datetime.strptime(blueprint["constraints"][0]["at"], TIME_FORMAT))
     for d in out.items:
@@ -173,7 +178,7 @@ def test_story_subset_puts_the_constraint_at_any_length_rank() -> None:
     items = [{"id": f"{blueprint['id']}--s{k:02d}", "seed_id": blueprint["id"], "split": "test",
               "blueprint": blueprint, "provenance": {}} for k in range(200)]
     out = Dialogues().run({"oracle_necessity": items, "load_fillers": [pool], "load_blueprints": corpus(blueprint)},
-                          StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
+                          offline_context())
     longest_user = longest_reply = shortest_reply = 0
     for d in out.items:
         turns = d["turns"]
@@ -197,7 +202,7 @@ def test_random_story_choice_is_an_ordered_subset_spread_over_the_whole_story() 
     def run() -> list[dict]:
         stage = Dialogues({"story_choice": "random"})
         return stage.run({"oracle_necessity": items, "load_fillers": [story(14)], "load_blueprints": corpus(blueprint)},
-                         StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"})).items
+                         offline_context()).items
 
     out = run()
     used: Counter = Counter()
@@ -224,14 +229,14 @@ def test_story_turns_share_no_word_with_the_trigger_when_the_story_allows() -> N
     items = [{"id": f"{bp['id']}--s{k:02d}", "seed_id": bp["id"], "split": "test", "blueprint": bp, "provenance": {}}
              for k in range(10)]
     out = Dialogues().run({"oracle_necessity": items, "load_fillers": [pool], "load_blueprints": corpus(bp)},
-                          StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
+                          offline_context())
     picked = [int(i.split("#")[1]) for d in out.items for i in d["filler_ids"]]
     assert picked and all(k % 2 == 1 for k in picked)
     for k in range(1, 20, 2):  # now only 3 exchanges keep clear of the trigger: fewer than a dialogue needs
         if k > 5:
             pool["pool"]["exchanges"][k]["user"] = f"Part {k}, the {trigger} once more?"
     out = Dialogues().run({"oracle_necessity": items, "load_fillers": [pool], "load_blueprints": corpus(bp)},
-                          StageContext(seed=0, stage="dialogues", environment={"llm": "offline-rules"}))
+                          offline_context())
     assert any(int(i.split("#")[1]) % 2 == 0 for d in out.items for i in d["filler_ids"])
 
 

@@ -10,6 +10,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from pipeline.llm import ChatRequest, LLMClient, LLMConfig, RetryPolicy
 from tests.servers.scripted import Reply, ScriptedServer
 
@@ -45,6 +47,7 @@ def test_timeouts_halve_the_in_flight_limit_so_a_one_slot_server_keeps_up() -> N
     assert 0 < stats["effective_concurrency"] <= 8
 
 
+@pytest.mark.slow  # about 12 s of a flooded server's timeouts and back-offs
 def test_a_fixed_limit_floods_the_same_server_with_more_timeouts_and_requests() -> None:
     with ScriptedServer(handler=one_slot()) as server:
         _, adaptive = run(server, adaptive=True)

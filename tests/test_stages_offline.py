@@ -32,7 +32,7 @@ from stages.split import Split
 from stages.long_configs import materialize
 from stages.stretch import Stretch
 from stages.variants import Variants
-from tests.conftest import REPO
+from tests.conftest import REPO, shared_vectors
 
 BLUEPRINTS = REPO / "blueprints"
 BADGE = "state_tracking/st-badge-side-door.yaml"  # negative by a resolving turn, explicit by append
@@ -42,7 +42,8 @@ STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T\d{2}:\d{2})\] ")
 
 
 def run(stage: Stage, inputs: dict[str, list[dict]], environment: dict[str, Any] | None = None, seed: int = 0) -> StageOutput:
-    return stage.run(inputs, StageContext(seed=seed, stage=stage.name, environment=environment or {}))
+    return stage.run(inputs, StageContext(seed=seed, stage=stage.name, environment=environment or {},
+                                          embedding_cache=shared_vectors()))
 
 
 def corpus(root: Path, *relative: str) -> Path:

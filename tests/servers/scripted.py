@@ -143,7 +143,9 @@ class ScriptedServer:
     def start(self) -> ScriptedServer:
         self._slots = threading.Semaphore(self.slots) if self.slots > 0 else None
         self._httpd = _Server(("127.0.0.1", self.bind_port), _make_handler(self))
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-llm", daemon=True)
+        # a short poll so that stop() returns at once (the default half second adds up over the suite)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="scripted-llm", daemon=True)
         self._thread.start()
         return self
 
