@@ -276,7 +276,8 @@ def _fallbacks(env: dict[str, Any]) -> dict[str, Any]:
 
 def write_release(config: BuildConfig, stages: list[Stage], run: RunResult, out: Path, env: dict[str, Any],
                   cache_dir: Path) -> Path:
-    """Write every stage's configs, the audits, exclusions, card and manifest; atomically."""
+    """Write every stage's configs, the audits, exclusions, card and manifest; atomically. The stages' items
+    are forgotten (``run.forget_items``) before the audit reads the written release."""
     writer = ReleaseWriter(out, config.version, ShardCache(cache_dir / "release-shards"))
     stats = RowStats()
     try:
@@ -296,6 +297,8 @@ def write_release(config: BuildConfig, stages: list[Stage], run: RunResult, out:
             "tools": _tool_versions(),
             "stages": [record.manifest_entry() for record in run.records],
         }
+        distractors = "".join(stage.card_text(run) for stage in stages)
+        run.forget_items()  # the audit reads the release; the stages' items need not sit beside it
         sections = {}
         log.info("release data written (%d configs; %d splits linked from the shard cache, %d written); "
                  "running the leakage audit", len(writer.configs), writer.cache_hits, writer.cache_misses)
@@ -307,7 +310,7 @@ def write_release(config: BuildConfig, stages: list[Stage], run: RunResult, out:
         manifest |= audit.shortcuts.manifest_entry()
         sections["Leakage audit"] = audit.card_markdown()
         sections["Distractor corpora"] = (card_sections.distractor_provenance(manifest["fallbacks"]["distractor_sources"])
-                                          + "\n" + "".join(stage.card_text(run) for stage in stages))
+                                          + "\n" + distractors)
         sections["Loading"] = card_sections.loading_instructions(None, config.version)
         sections["Changelog"] = card_sections.changelog(previous_manifest(out, config.version),
                                                         {**manifest, "configs": writer.configs})

@@ -62,9 +62,16 @@ class StageRecord:
 
 @dataclass
 class RunResult:
+    """Every stage's output, fingerprint and manifest record, in build order."""
+
     outputs: dict[str, StageOutput]
     fingerprints: dict[str, str]
     records: list[StageRecord]
+
+    def forget_items(self) -> None:
+        """Drop the stages' items and drop records, keeping their stats (what a card reads): once the release
+        is written it holds the rows, and a default build's items are about a gigabyte."""
+        self.outputs = {name: StageOutput(items=[], stats=output.stats) for name, output in self.outputs.items()}
 
 
 class UnknownStage(ValueError):

@@ -11,7 +11,7 @@ import pytest
 
 from stages.audit.shortcuts import ShortcutCollector, ShortcutSettings, score
 from stages.audit.shortcuts.finders import chance_topk, topk_hit, top1_hit
-from stages.audit.shortcuts.learned import _folds
+from stages.audit.shortcuts.learned import LearnedRows, _folds, learned_finder, learned_finders, turn_features
 from stages.audit.shortcuts.turns import extract, time_expressions
 
 WORDS = "the van door garden kettle ferry ticket coat lamp river window market bread train phone wallet".split()
@@ -225,3 +225,16 @@ def test_explicit_rows_report_their_salient_constraint_without_failing_the_gate(
     cell = next(c for c in result.records if c["finder"] == "shortest_reply" and c["constraint_form"] == "explicit")
     assert cell["value"] == pytest.approx(1.0) and not cell["gated"] and not cell["fails"]
     assert result.verdict == "pass", result.failing
+
+
+def test_learned_finders_in_worker_processes_give_the_one_at_a_time_numbers() -> None:
+    """The audit fits its learned finders' groups in worker processes: the same hits as fitting them in turn."""
+    rng = random.Random(5)
+    groups = []
+    for dimension, plant in (("state_tracking", None), ("safe_coding", "short_reply"), ("logical_adherence", None)):
+        rows = [make_row(rng, f"{dimension[:2]}-fam{f}", r, dimension, plant=plant) for f in range(12) for r in range(3)]
+        turns = [extract(row, keep_texts=False)[0] for row in rows]
+        groups.append(LearnedRows(turns, [turn_features(t) for t in turns], [row["seed_id"] for row in rows]))
+    in_turn = [learned_finder(group, seed=3) for group in groups]
+    assert in_turn[1] != in_turn[0] and 0.9 < np.mean([h for h in in_turn[1] if h is not None])  # the planted cue
+    assert learned_finders(groups, seed=3, jobs=2, min_rows=0) == in_turn

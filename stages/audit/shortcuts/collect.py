@@ -112,20 +112,25 @@ class ShortcutCollector:
         return features
 
     def _learned(self, similarity: dict[int, np.ndarray]) -> None:
+        """The learned constraint finders' hits, per (context, dimension) group, fitted in parallel."""
         groups: dict[tuple[str, str], list[int]] = defaultdict(list)
         for position, record in enumerate(self.rows):
             context, _, dimension, _ = record.cell
             groups[(context, dimension)].append(position)
+        tasks: list[tuple[str, list[int], learned.LearnedRows]] = []
         for (context, _), positions in sorted(groups.items()):
             turns = [self.rows[p].turns for p in positions]
             variants = [("learned_form", False)] + ([("learned_all", True)] if context == "base" else [])
             for name, with_similarity in variants:
                 feats = [learned.turn_features(t, similarity.get(p) if with_similarity else None)
                          for p, t in zip(positions, turns)]
-                rows = learned.LearnedRows(turns, feats, [self.rows[p].family for p in positions])
-                for position, hit in zip(positions, learned.learned_finder(rows, self.settings.seed)):
-                    if hit is not None:
-                        self.rows[position].hits[name] = hit
+                families = [self.rows[p].family for p in positions]
+                tasks.append((name, positions, learned.LearnedRows(turns, feats, families)))
+        scored = learned.learned_finders([rows for _, _, rows in tasks], self.settings.seed)
+        for (name, positions, _), hits in zip(tasks, scored):
+            for position, hit in zip(positions, hits):
+                if hit is not None:
+                    self.rows[position].hits[name] = hit
 
     def finish(self, embed: Embed | None) -> list[dict[str, Any]]:
         """Score every cell: the records of the shortcut table (finders, labels, invariants), unjudged."""

@@ -15,6 +15,7 @@ configs that share their base dialogues (logical adherence at 60k 0.30, at 40k a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ MAX_FOLDS = 5
 REPEATS = 3  # fold assignments per learned constraint finder (the first is GroupKFold's own)
 TRAIN_NEGATIVES_PER_ROW = 64  # long rows: every constraint turn plus this many other candidates per row
 SHORT_REPLY_WORDS = 30
+PARALLEL_MIN_ROWS = 2000  # fewer rows fit in seconds: starting worker processes would cost more than it saves
 
 
 def _rank_pct(values: np.ndarray) -> np.ndarray:
@@ -100,12 +102,53 @@ def _fit(rows: int, x: np.ndarray, y: np.ndarray):
 
 
 @dataclass(frozen=True)
-class LearnedRows:
-    """Rows of one training group: their candidate features and families."""
+class Candidates:
+    """What a learned finder reads of a row's turns besides their features: which candidates are constraints."""
 
-    turns: list[RowTurns]
+    is_constraint: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.is_constraint)
+
+
+@dataclass(frozen=True)
+class LearnedRows:
+    """Rows of one training group: their candidate turns (:class:`RowTurns` or :class:`Candidates`), features
+    and families."""
+
+    turns: Sequence[RowTurns | Candidates]
     features: list[np.ndarray]
     families: list[str]
+
+    def slim(self) -> LearnedRows:
+        """The same rows with only what a finder reads (what a worker process is sent)."""
+        return LearnedRows([Candidates(t.is_constraint) for t in self.turns], self.features, self.families)
+
+
+def learned_finders(groups: Sequence[LearnedRows], seed: int = 0, jobs: int | None = None,
+                    min_rows: int = PARALLEL_MIN_ROWS) -> list[list[float | None]]:
+    """:func:`learned_finder` of every group, spread over ``jobs`` worker processes (default: the usable cores;
+    joblib's loky, one OpenMP thread each) when the groups hold ``min_rows`` rows or more. Each fit has its own
+    fixed random state and one thread, so the numbers are those of one group after another; the largest
+    groups are sent first."""
+    jobs = jobs or len(os.sched_getaffinity(0))
+    if jobs < 2 or len(groups) < 2 or sum(len(group.turns) for group in groups) < min_rows:
+        return [_finder_one_thread(group, seed) for group in groups]
+    from joblib import Parallel, delayed
+
+    order = sorted(range(len(groups)), key=lambda g: -sum(t.n for t in groups[g].turns))
+    results = Parallel(n_jobs=min(jobs, len(groups)), backend="loky")(
+        delayed(_finder_one_thread)(groups[g].slim(), seed) for g in order)
+    by_group = dict(zip(order, results))
+    return [by_group[g] for g in range(len(groups))]
+
+
+def _finder_one_thread(group: LearnedRows, seed: int) -> list[float | None]:
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        return learned_finder(group, seed)
 
 
 def learned_finder(group: LearnedRows, seed: int = 0, repeats: int = REPEATS) -> list[float | None]:
