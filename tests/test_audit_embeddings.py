@@ -158,6 +158,7 @@ print(json.dumps({"encoded": embedder.stats.encoded, "first": vectors[0].tolist(
 """
 
 
+@pytest.mark.slow  # two processes that each load the model (about 10 s on 2 cores)
 def test_processes_sharing_a_cache_encode_each_text_once(tmp_path: Path) -> None:
     """Two builds of a test run embed the same texts at the same moment: one encodes, the other waits on the
     cache's lock and reads the stored vectors (without the lock both would encode all 96)."""
