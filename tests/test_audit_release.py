@@ -8,7 +8,10 @@ the embedding model is recorded everywhere; the build's audit equals a CLI rerun
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 from stages.audit import BUNDLED_MODEL_ID, run_audit  # noqa: E402
 from stages.audit import cli as audit_cli  # noqa: E402
 from stages.audit.embeddings import bundled_model_dir  # noqa: E402
+from tests.conftest import REPO  # noqa: E402
 
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
 SCHEMA = pa.schema([
@@ -253,6 +257,30 @@ def test_rerun_uses_the_embedding_cache(release: Path, tmp_path: Path) -> None:
     assert first.embed_stats.encoded > 0  # each distinct text encoded once (semantic and shortcut audits share them)
     assert second.embed_stats.encoded == 0 and second.embed_stats.cached == first.embed_stats.distinct
     for name in first.files:  # a rebuild with the build cache must give byte-identical audit files
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+AUDIT_IN_A_FRESH_PROCESS = """
+import json, sys
+from pathlib import Path
+from stages.audit.run import run_audit
+release, out, cache, results = map(Path, sys.argv[1:5])
+result = run_audit(release, out, cache_dir=cache, result_cache=results)
+print(json.dumps([result.embed_stats.encoded, "sentence_transformers" in sys.modules, "torch" in sys.modules]))
+"""
+
+
+@pytest.mark.slow  # a second Python process
+def test_a_build_audit_of_cached_texts_never_loads_the_model(release: Path, tmp_path: Path) -> None:
+    """A build's audit resolves the bundled model without loading it: when every text is in the embedding
+    cache (a test run's builds of the same seeds), a fresh process audits without importing torch."""
+    cache = tmp_path / "cache"
+    first = run_audit(release, tmp_path / "a", cache_dir=cache)
+    done = subprocess.run([sys.executable, "-c", AUDIT_IN_A_FRESH_PROCESS, str(release), str(tmp_path / "b"), str(cache),
+                           str(tmp_path / "results")], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [0, False, False]
+    for name in first.files:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
