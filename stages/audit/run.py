@@ -150,10 +150,11 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
                 for key in keys[:-1]:
                     cache.put(key, hit)
                 return hit
+    # A requested model, or one from the HF cache, loads now: a bad one fails before any row is read. The
+    # bundled weights always load, so they wait for the first text missing from the embedding cache (an
+    # audit of texts embedded before, like a test run's builds of the same seeds, never imports torch).
     if embedding_model or loaded.choice.origin != "bundled":
-        loaded.model  # noqa: B018 - loaded before reading, so a bad --embedding-model fails fast
-    # the bundled weights always load: they wait for the first text not in the embedding cache (a rerun of
-    # texts embedded before, as in a test run's builds, then never imports torch)
+        loaded.model  # noqa: B018
     collector = ShortcutCollector(settings)
     shortcut_seconds = 0.0
     records: list[dict[str, Any]] = []
