@@ -157,7 +157,9 @@ def load_embedding_model(requested: str | None = None, lazy: bool = False) -> Lo
     ``requested`` (a local directory or a Hub id) must load, or :class:`EmbeddingModelError`
     is raised. Without it: bge-base-en-v1.5 (cache, then Hub), else the bundled MiniLM.
     ``lazy``: resolve only (the choice and its key are known); the weights load on first use,
-    so a load failure then raises instead of falling back.
+    so a load failure then raises instead of falling back. The bundled weights, which cannot fail to
+    load, always wait for their first use: work whose texts are all in an embedding cache never imports
+    torch.
     """
     if requested:
         path = Path(requested).expanduser()
@@ -178,7 +180,7 @@ def load_embedding_model(requested: str | None = None, lazy: bool = False) -> Lo
     if loaded is not None:
         return loaded
     log.info("%s unavailable (no HF cache entry, Hub unreachable); using bundled %s", PAPER_MODEL_ID, BUNDLED_MODEL_ID)
-    return load_bundled(lazy)
+    return load_bundled(lazy=True)
 
 
 @functools.lru_cache(maxsize=8)

@@ -150,11 +150,8 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
                 for key in keys[:-1]:
                     cache.put(key, hit)
                 return hit
-    # A requested model, or one from the HF cache, loads now: a bad one fails before any row is read. The
-    # bundled weights always load, so they wait for the first text missing from the embedding cache (an
-    # audit of texts embedded before, like a test run's builds of the same seeds, never imports torch).
-    if embedding_model or loaded.choice.origin != "bundled":
-        loaded.model  # noqa: B018
+    if loaded.choice.origin != "bundled":  # the bundled weights wait for their first use (load_embedding_model)
+        loaded.model  # noqa: B018 - a requested or HF-cache model loads before reading: a bad one fails fast
     collector = ShortcutCollector(settings)
     shortcut_seconds = 0.0
     records: list[dict[str, Any]] = []
