@@ -136,6 +136,7 @@ def serve(model: Path, port: int, n_ctx: int, threads: int) -> None:
     params.n_ctx = n_ctx * PARALLEL_SLOTS  # llama.cpp splits the context between the slots
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
+    params.cpuparams.poll = params.cpuparams_batch.poll = 0  # ggml's own pool: sleep while idle, do not spin
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})  # delivered to sigwait below
     server = xllamacpp.Server(params)
     print(f"listening on {server.listening_address}", flush=True)
