@@ -238,3 +238,34 @@ def test_learned_finders_in_worker_processes_give_the_one_at_a_time_numbers() ->
     in_turn = [learned_finder(group, seed=3) for group in groups]
     assert in_turn[1] != in_turn[0] and 0.9 < np.mean([h for h in in_turn[1] if h is not None])  # the planted cue
     assert learned_finders(groups, seed=3, jobs=2, min_rows=0) == in_turn
+
+
+def _early_fit_audit(early_min_rows: int, late_row: bool) -> tuple[list[tuple[str, str]], list[dict]]:
+    """Stream 20k rows of two dimensions, say only base and rm configs remain, stream base rows (and, with
+    ``late_row``, one more 20k state-tracking row after all): the groups started early and the scored records."""
+    rng = random.Random(11)
+    collector = ShortcutCollector(ShortcutSettings(), early_min_rows=early_min_rows)
+    for f in range(12):
+        for r in range(3):
+            for dimension, plant in (("state_tracking", True), ("safe_coding", False)):
+                row = make_row(rng, f"{dimension[:2]}-fam{f}", r, dimension)
+                collector.add("pm_20k", "test", _stretched(rng, row, plant and f % 2 == 0))
+    collector.read_only(["pm_base", "rm_20k"])
+    started = collector.started
+    for f in range(12):
+        collector.add("pm_base", "test", make_row(rng, f"st-fam{f}", 0, "state_tracking"))
+    if late_row:  # a row whose own context column says 20k, in a config named base
+        collector.add("pm_base", "test", _stretched(rng, make_row(rng, "st-fam99", 0, "state_tracking"), False))
+    return started, score(collector, None).records
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("late_row", [False, True])
+def test_long_contexts_fitted_while_reading_give_the_numbers_of_fitting_at_the_end(late_row: bool) -> None:
+    started, early = _early_fit_audit(early_min_rows=0, late_row=late_row)
+    never, at_end = _early_fit_audit(early_min_rows=10**9, late_row=late_row)
+    assert started == [("20k", "safe_coding"), ("20k", "state_tracking")] and never == []
+    assert early == at_end
+    cell = next(c for c in early if c["finder"] == "learned_form" and c["context"] == "20k"
+                and c["dimension"] == "state_tracking")
+    assert cell["n"] == 36 + late_row and cell["value"] > 0.5  # the half planted after the constraint is found

@@ -156,7 +156,7 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
     shortcut_seconds = 0.0
     records: list[dict[str, Any]] = []
     base_rows: list[tuple[int, dict[str, Any]]] = []
-    for config in release.configs:
+    for done, config in enumerate(release.configs, start=1):
         leakage = not config.startswith("rm_")
         for split, row in progress(iter_rows(release, config), desc=f"audit {config}"):
             tick = time.monotonic()
@@ -168,6 +168,7 @@ def run_audit(source: str | Path, out_dir: Path, *, revision: str | None = None,
             if record["context"] == "base":
                 base_rows.append((len(records), row))
             records.append(record)
+        collector.read_only(release.configs[done:])  # complete long contexts are fitted while the rest is read
     embedder = Embedder(loaded, cache_dir if cache_dir is not None else default_cache_dir())
     try:
         similarities = semantic.audit_rows([row for _, row in base_rows], embedder)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,8 @@ from stages.audit.shortcuts.turns import RowInvariants, RowTurns, TextCache, ext
 
 Cell = tuple[str, str, str, str]  # context, constraint_form, dimension, variant
 Embed = Callable[[list[str]], np.ndarray]
+FINDING = ("pm_", "explicit_")  # configs whose rows the finders score (rm_ rows: invariants only)
+EARLY_MIN_ROWS = 50  # a complete group is fitted while the audit reads on when it has this many rows
 
 
 @dataclass
@@ -39,9 +42,14 @@ class _Row:
     hits: dict[str, float] = field(default_factory=dict)
 
 
+def config_context(config: str) -> str:
+    """The context a config's name says its rows are in (``pm_40k`` -> ``40k``)."""
+    return config.split("_", 1)[-1]
+
+
 def row_keys(config: str, row: dict[str, Any]) -> tuple[str, str]:
     """A row's (context, constraint_form), from its columns or its config name."""
-    context = row.get("context") or config.split("_", 1)[-1]
+    context = row.get("context") or config_context(config)
     form = row.get("constraint_form") or ("explicit" if config.startswith("explicit_") else "implicit")
     return context, form
 
@@ -49,12 +57,46 @@ def row_keys(config: str, row: dict[str, Any]) -> tuple[str, str]:
 class ShortcutCollector:
     """Streams rows in, keeps what each finder needs, scores cells at the end."""
 
-    def __init__(self, settings: ShortcutSettings) -> None:
+    def __init__(self, settings: ShortcutSettings, early_min_rows: int = EARLY_MIN_ROWS) -> None:
         self.settings = settings
         self.rows: list[_Row] = []                     # every pm/explicit row
         self.invariants: dict[tuple[str, str, str], list[RowInvariants]] = defaultdict(list)
         self.label_rows: list[tuple[Cell, str, str, np.ndarray, np.ndarray]] = []
         self._texts = TextCache()
+        self.early_min_rows = early_min_rows
+        self._early: dict[tuple[str, str], tuple[list[int], Future]] = {}  # group -> its positions, started fit
+
+    def read_only(self, configs: Sequence[str]) -> None:
+        """Say that only ``configs`` remain to be added. The contexts that none of them holds (by name) are
+        complete: their learned form finders start in worker processes (:func:`learned.submit`), fitting while
+        the rest is read (groups of ``early_min_rows`` rows or more; base's learned_all waits for its similarity
+        features, which :meth:`finish` computes).
+        Same numbers as fitting at :meth:`finish`, which fits a group again if a row came for it afterwards."""
+        if learned.usable_cores() < 2:
+            return
+        still = {config_context(config) for config in configs if config.startswith(FINDING)}
+        for key, positions in self._groups().items():
+            if key[0] not in still and key not in self._early and len(positions) >= self.early_min_rows:
+                fit = learned.submit(self._learned_rows(positions, None), self.settings.seed)
+                self._early[key] = (positions, fit)
+
+    @property
+    def started(self) -> list[tuple[str, str]]:
+        """The (context, dimension) groups whose learned form finders were started while reading."""
+        return sorted(self._early)
+
+    def _groups(self) -> dict[tuple[str, str], list[int]]:
+        """Row positions by (context, dimension): the learned constraint finders' training groups."""
+        groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for position, record in enumerate(self.rows):
+            groups[(record.cell[0], record.cell[2])].append(position)
+        return groups
+
+    def _learned_rows(self, positions: list[int], similarity: dict[int, np.ndarray] | None) -> learned.LearnedRows:
+        turns = [self.rows[p].turns for p in positions]
+        features = [learned.turn_features(t, similarity.get(p) if similarity is not None else None)
+                    for p, t in zip(positions, turns)]
+        return learned.LearnedRows(turns, features, [self.rows[p].family for p in positions])
 
     def sampled(self, blueprint: str) -> bool:
         """Whether a blueprint's long rows get the costly finders (seeded hash, stable across runs)."""
@@ -70,7 +112,7 @@ class ShortcutCollector:
         blueprint = row.get("blueprint_id") or row.get("id")
         variant = row.get("variant") or ("rm" if config.startswith("rm_") else "")
         is_base = context == "base"
-        finding = config.startswith(("pm_", "explicit_"))
+        finding = config.startswith(FINDING)
         text_now = (finding and not is_base and variant == "pos_clean" and form == "implicit"
                     and self.sampled(blueprint))
         turns, invariants = extract(row, keep_texts=(finding and is_base) or text_now, cache=self._texts)
@@ -112,22 +154,20 @@ class ShortcutCollector:
         return features
 
     def _learned(self, similarity: dict[int, np.ndarray]) -> None:
-        """The learned constraint finders' hits, per (context, dimension) group, fitted in parallel."""
-        groups: dict[tuple[str, str], list[int]] = defaultdict(list)
-        for position, record in enumerate(self.rows):
-            context, _, dimension, _ = record.cell
-            groups[(context, dimension)].append(position)
-        tasks: list[tuple[str, list[int], learned.LearnedRows]] = []
-        for (context, _), positions in sorted(groups.items()):
-            turns = [self.rows[p].turns for p in positions]
-            variants = [("learned_form", False)] + ([("learned_all", True)] if context == "base" else [])
-            for name, with_similarity in variants:
-                feats = [learned.turn_features(t, similarity.get(p) if with_similarity else None)
-                         for p, t in zip(positions, turns)]
-                families = [self.rows[p].family for p in positions]
-                tasks.append((name, positions, learned.LearnedRows(turns, feats, families)))
-        scored = learned.learned_finders([rows for _, _, rows in tasks], self.settings.seed)
-        for (name, positions, _), hits in zip(tasks, scored):
+        """The learned constraint finders' hits, per (context, dimension) group: those started while reading
+        (:meth:`read_only`), then the rest, fitted in parallel."""
+        tasks: list[tuple[str, list[int], learned.LearnedRows | Future]] = []
+        for key, positions in sorted(self._groups().items()):
+            early = self._early.get(key)
+            started = early[1] if early is not None and early[0] == positions else None
+            form = started if started is not None else self._learned_rows(positions, None)
+            tasks.append(("learned_form", positions, form))
+            if key[0] == "base":
+                tasks.append(("learned_all", positions, self._learned_rows(positions, similarity)))
+        todo = [rows for _, _, rows in tasks if not isinstance(rows, Future)]
+        fitted = iter(learned.learned_finders(todo, self.settings.seed) if todo else [])
+        for name, positions, rows in tasks:
+            hits = rows.result() if isinstance(rows, Future) else next(fitted)
             for position, hit in zip(positions, hits):
                 if hit is not None:
                     self.rows[position].hits[name] = hit

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,22 +127,30 @@ class LearnedRows:
         return LearnedRows([Candidates(t.is_constraint) for t in self.turns], self.features, self.families)
 
 
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def submit(group: LearnedRows, seed: int = 0, jobs: int | None = None) -> Future:
+    """Start :func:`learned_finder` of one group in a worker process now (joblib's loky executor, reused by
+    every call with the same ``jobs``, default the usable cores); the future's result is its hits."""
+    from joblib.externals.loky import get_reusable_executor
+
+    return get_reusable_executor(max_workers=jobs or usable_cores()).submit(_finder_one_thread, group.slim(), seed)
+
+
 def learned_finders(groups: Sequence[LearnedRows], seed: int = 0, jobs: int | None = None,
                     min_rows: int = PARALLEL_MIN_ROWS) -> list[list[float | None]]:
     """:func:`learned_finder` of every group, spread over ``jobs`` worker processes (default: the usable cores;
-    joblib's loky, one OpenMP thread each) when the groups hold ``min_rows`` rows or more. Each fit has its own
+    :func:`submit`, one OpenMP thread each) when the groups hold ``min_rows`` rows or more. Each fit has its own
     fixed random state and one thread, so the numbers are those of one group after another; the largest
     groups are sent first."""
-    jobs = jobs or len(os.sched_getaffinity(0))
+    jobs = jobs or usable_cores()
     if jobs < 2 or len(groups) < 2 or sum(len(group.turns) for group in groups) < min_rows:
         return [_finder_one_thread(group, seed) for group in groups]
-    from joblib import Parallel, delayed
-
     order = sorted(range(len(groups)), key=lambda g: -sum(t.n for t in groups[g].turns))
-    results = Parallel(n_jobs=min(jobs, len(groups)), backend="loky")(
-        delayed(_finder_one_thread)(groups[g].slim(), seed) for g in order)
-    by_group = dict(zip(order, results))
-    return [by_group[g] for g in range(len(groups))]
+    futures = {g: submit(groups[g], seed, jobs) for g in order}
+    return [futures[g].result() for g in range(len(groups))]
 
 
 def _finder_one_thread(group: LearnedRows, seed: int) -> list[float | None]:
