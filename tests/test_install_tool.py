@@ -40,4 +40,4 @@ def test_pip_settings_read_files_then_the_environment_and_become_uv_options(tmp_
     assert ("--extra-index-url", "file:///a/simple") in pairs and ("--extra-index-url", "file:///b/simple") in pairs
     assert ("--find-links", "/from-env") in pairs and ("--find-links", "/from-file") not in pairs
     assert ("--constraint", "/c.txt") in pairs and ("--index-strategy", "unsafe-best-match") in pairs
-    assert "--no-cache" in options
+    assert "--no-cache" in options and "--compile-bytecode" in options  # as pip: imports read .pyc files
