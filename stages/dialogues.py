@@ -120,6 +120,13 @@ class Dialogues(MapStage):
                                             self.params.affinity_weight_cap)
             ctx.log.info("dialogues: trigger affinity (mean cosine to the trigger) %s", self.affinity.describe())
 
+    def prepare(self, items: list[Item], ctx: StageContext) -> None:
+        """Embed the triggers of the rows whose story draw the trigger affinity weighs, in one batched call."""
+        if self.affinity is not None and self.params.story_choice == "matched":
+            self.affinity.prepare([(item["blueprint"]["dimension"], item["blueprint"]["trigger"]["text"])
+                                   for item in items
+                                   if (self.pools.get(item["blueprint"]["topic"]) or {}).get("kind") == "story"])
+
     def _seed_candidates(self, seed: dict, pool: dict) -> list[int]:
         """The exchanges of ``pool`` a row of ``seed`` may draw from (slot mentions aside): the trigger-apart ones."""
         everything = list(range(len(pool["exchanges"])))

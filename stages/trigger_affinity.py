@@ -62,6 +62,7 @@ class TriggerAffinity:
         # every seed's trigger and placed turns in one batched call
         texts = [text for seed in used for text in (seed["trigger"], *(turn for turn, _ in seed["placed"]))]
         vectors = iter(self.embedder.embed(texts))
+        self._embed_users(sorted({seed["topic"] for seed in used}))
         for seed in used:
             trigger = next(vectors)
             placed = np.array([next(vectors) for _ in seed["placed"]]).reshape(-1, len(trigger))
@@ -71,6 +72,23 @@ class TriggerAffinity:
             story_cos.setdefault(seed["dimension"], []).extend((self._users(seed["topic"])[picked] @ trigger).tolist())
         self.target = {d: CosineDensity(c) for d, c in constraint_cos.items() if len(c) > 1}
         self.background = {d: CosineDensity(c) for d, c in story_cos.items() if len(c) > 1}
+
+    def _embed_users(self, topics: Sequence[str]) -> None:
+        """The user turns of every story of ``topics`` in one batched call (one call per story cost more than
+        the encoding in a cold build)."""
+        topics = [topic for topic in topics if topic not in self.user_vectors]
+        vectors = self.embedder.embed([ex["user"] for topic in topics for ex in self.pools[topic]["exchanges"]])
+        start = 0
+        for topic in topics:
+            end = start + len(self.pools[topic]["exchanges"])
+            self.user_vectors[topic] = vectors[start:end]
+            start = end
+
+    def prepare(self, rows: Sequence[tuple[str, str]]) -> None:
+        """Embed the triggers of ``rows`` (dimension, trigger) that :meth:`weights` will compare, in one batched
+        call rather than one call per row."""
+        wanted = [trigger for dimension, trigger in rows if dimension in self.target and dimension in self.background]
+        self.embedder.embed(list(dict.fromkeys(wanted)))
 
     def _users(self, topic: str) -> np.ndarray:
         """Unit vectors of the user turns of story ``topic`` (embedded once per stage run)."""
