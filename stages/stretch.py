@@ -126,6 +126,7 @@ class Stretch(MapStage):
         self.routes = ctx.environment["distractors"]["routes"]
         # nights come from the waking clock of ``stages.injection``, not from the model's breaks
         self.model = TypingModel(self.params.timing.model_copy(update={"night_probability": 0.0}))
+        self.word_counts: dict[str, int] = {}  # lay_out's, by text: every row and length reads the same snippets
         self.semantic = None
         if self.params.semantic_filter:  # vectors kept in the build's embedding cache, which the audit shares
             embedder = Embedder(resolved_model(self.params.embedding_model), ctx.embedding_cache)
@@ -176,7 +177,8 @@ class Stretch(MapStage):
             costs = [sum(candidates[i]["tokens"][start:end]) for i, start, end in chosen]
             opens = [start == 0 and candidates[i]["id"].endswith("#0") for i, start, _ in chosen]
             chunks = split_into_chunks(costs, slots, ctx.rng(item["id"], str(length), "chunks"), opens)
-            layout = lay_out(turns, chunks, picked, fixed, self.model, ctx.rng(item["id"], str(length), "timing"))
+            layout = lay_out(turns, chunks, picked, fixed, self.model, ctx.rng(item["id"], str(length), "timing"),
+                             self.word_counts)
             plan_id = plan_id_of(item, length)
             if not layout.plausible:
                 plans.append(Dropped(plan_id, DropReason.TIME_WINDOW_TOO_SHORT,
