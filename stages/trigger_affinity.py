@@ -77,6 +77,8 @@ class TriggerAffinity:
         """The user turns of every story of ``topics`` in one batched call (one call per story cost more than
         the encoding in a cold build)."""
         topics = [topic for topic in topics if topic not in self.user_vectors]
+        if not topics:
+            return
         vectors = self.embedder.embed([ex["user"] for topic in topics for ex in self.pools[topic]["exchanges"]])
         start = 0
         for topic in topics:
@@ -87,27 +89,30 @@ class TriggerAffinity:
     def prepare(self, rows: Sequence[tuple[str, str]]) -> None:
         """Embed the triggers of ``rows`` (dimension, trigger) that :meth:`weights` will compare, in one batched
         call rather than one call per row."""
-        wanted = [trigger for dimension, trigger in rows if dimension in self.target and dimension in self.background]
-        self.embedder.embed(list(dict.fromkeys(wanted)))
+        wanted = list(dict.fromkeys(trigger for dimension, trigger in rows if self.applies(dimension)))
+        if wanted:  # (an empty call would load the model for its width)
+            self.embedder.embed(wanted)
 
     def _users(self, topic: str) -> np.ndarray:
         """Unit vectors of the user turns of story ``topic`` (embedded once per stage run)."""
-        if topic not in self.user_vectors:
-            self.user_vectors[topic] = self.embedder.embed([ex["user"] for ex in self.pools[topic]["exchanges"]])
+        self._embed_users([topic])
         return self.user_vectors[topic]
+
+    def applies(self, dimension: str) -> bool:
+        """Whether rows of ``dimension`` get weights (it has both densities); elsewhere every weight is 1.0."""
+        return dimension in self.target and dimension in self.background
 
     def weights(self, dimension: str, topic: str, trigger: str) -> list[float]:
         """One weight per exchange of story ``topic`` for a row whose trigger is ``trigger``, in ``[1/cap, cap]``
         (rounded like the shape weights, so the draw never hangs on a float's last bits); all 1.0 where the
         dimension has no densities."""
-        target, background = self.target.get(dimension), self.background.get(dimension)
-        if target is None or background is None:
+        if not self.applies(dimension):
             return [1.0] * len(self.pools[topic]["exchanges"])
         cosines = self._users(topic) @ self.embedder.embed([trigger])[0]
-        ratio = np.clip(target(cosines) / background(cosines), 1.0 / self.cap, self.cap)
+        ratio = np.clip(self.target[dimension](cosines) / self.background[dimension](cosines), 1.0 / self.cap, self.cap)
         return [float(f"{r:.{WEIGHT_DIGITS}g}") for r in ratio]
 
     def describe(self) -> dict[str, dict[str, float]]:
         """Per dimension: mean constraint-to-trigger and candidate story-to-trigger cosine (for logs)."""
         return {d: {"constraint": round(float(self.target[d].points.mean()), 3),
-                    "story": round(float(self.background[d].points.mean()), 3)} for d in self.target if d in self.background}
+                    "story": round(float(self.background[d].points.mean()), 3)} for d in self.target if self.applies(d)}
