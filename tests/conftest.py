@@ -6,7 +6,9 @@ when a selected test needs one, the first worker to take its file lock starts it
 background, in a directory all workers share, and every worker's fixture waits for that one
 build's result. Tests that need a build run last, so the others run meanwhile.
 
-- ``default_build``: the default release (``configs/default.yaml``, every blueprint, every length).
+- ``default_build``: the default release (``configs/default.yaml``, every blueprint, every length), built
+  with the checkout's build cache (``.cache``, the one ``make build-dataset`` fills), so a run after a build
+  or after another run recomputes only what changed since (a clean clone's run builds it cold).
 - ``small_build``: two seeds per dimension, two scaled blueprints each, 20K long contexts: the
   release that determinism, crash-resume and eval tests need, built in about half a minute.
 """
@@ -26,7 +28,7 @@ import pytest
 import yaml
 from filelock import FileLock
 
-from pipeline.build import EMBEDDING_CACHE_ENV
+from pipeline.build import EMBEDDING_CACHE_ENV, default_cache_dir, embedding_cache_dir
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -123,10 +125,10 @@ class SharedBuild:
     ``--out`` and ``--cache-dir``); the release goes to ``root/releases`` and its cache to ``root/cache``."""
 
     def __init__(self, factory: pytest.TempPathFactory, name: str, args: Callable[[Path], list[str]],
-                 prepare: Callable[[Path], object] | None = None) -> None:
+                 prepare: Callable[[Path], object] | None = None, cache: Callable[[], Path] | None = None) -> None:
         self.name, self.args, self.prepare = name, args, prepare
         self.root = shared_tmp(factory) / name
-        self.out, self.cache = self.root / "releases", self.root / "cache"
+        self.out, self.cache = self.root / "releases", cache() if cache else self.root / "cache"
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -167,10 +169,10 @@ class SharedBuild:
                 raise
 
 
-# name -> (arguments, input writer)
-SHARED_BUILDS: dict[str, tuple[Callable[[Path], list[str]], Callable[[Path], object] | None]] = {
-    "default_build": (lambda root: config_args(), None),
-    "small_build": (lambda root: ["--config", str(root / "config.yaml"), "--limit", "10"], small_corpus),
+# name -> (arguments, input writer, build cache: None for one of its own in the run's temporary directory)
+SHARED_BUILDS: dict[str, tuple[Callable[[Path], list[str]], Callable[[Path], object] | None, Callable[[], Path] | None]] = {
+    "default_build": (lambda root: config_args(), None, default_cache_dir),
+    "small_build": (lambda root: ["--config", str(root / "config.yaml"), "--limit", "10"], small_corpus, None),
 }
 
 
@@ -185,10 +187,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _shared_builds(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """Start each shared build before the first test when any selected test needs it. Every build of the run
-    keeps its embedding vectors in one shared directory (content-keyed; a cold build embeds MultiWOZ for the
-    semantic filter, which each of the run's builds would otherwise redo)."""
-    os.environ.setdefault(EMBEDDING_CACHE_ENV, str(shared_tmp(tmp_path_factory) / "embedding-cache"))
+    """Start each shared build before the first test when any selected test needs it. Every build and stage of
+    the run keeps its embedding vectors in one directory, the checkout's (content-keyed: a cold build embeds
+    MultiWOZ for the semantic filter, which each of the run's builds would otherwise redo, and a later run or
+    ``make build-dataset`` finds them there)."""
+    os.environ.setdefault(EMBEDDING_CACHE_ENV, str(embedding_cache_dir(default_cache_dir())))
     builds = {name: SharedBuild(tmp_path_factory, name, *spec) for name, spec in SHARED_BUILDS.items()}
     for name, build in builds.items():
         if any(name in item.fixturenames for item in request.session.items):
