@@ -122,7 +122,8 @@ def release_in(out: Path) -> Path:
 class SharedBuild:
     """One build of a test run, in ``<shared tmp>/<name>``: ``prepare(root)`` (if any) writes its inputs there,
     ``args(root)`` are the arguments that choose them (``build ARGS``, which a test can rerun with its own
-    ``--out`` and ``--cache-dir``); the release goes to ``root/releases`` and its cache to ``root/cache``."""
+    ``--out`` and ``--cache-dir``); the release goes to ``root/releases`` and its cache to ``root/cache``, unless
+    ``cache()`` names another (the default build's: the checkout's own)."""
 
     def __init__(self, factory: pytest.TempPathFactory, name: str, args: Callable[[Path], list[str]],
                  prepare: Callable[[Path], object] | None = None, cache: Callable[[], Path] | None = None) -> None:
