@@ -30,11 +30,12 @@ and the layout is implausible if a gap falls below the model's floor.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from pipeline.blueprints.schema import TIME_FORMAT
-from pipeline.text import word_count as count_words
+from pipeline.text import word_count
 from stages.timing import TypingModel, WakingClock
 
 Messages = list[tuple[str, str]]
@@ -148,21 +149,13 @@ class _Gap:
 
 
 def lay_out(turns: list[dict], chunks: list[tuple[int, int]], picks: list[Messages], fixed: set[int],
-            model: TypingModel, rng: random.Random, word_counts: dict[str, int] | None = None) -> Layout:
+            model: TypingModel, rng: random.Random, count_words: Callable[[str], int] = word_count) -> Layout:
     """Timestamps for a base dialogue with ``chunks`` of ``picks`` injected (see the module doc).
 
     ``fixed``: base message indices of user turns that keep their time besides the trigger (temporal
-    grounding: the constraint). Turns before the first fixed turn move back freely. ``word_counts``: words by
-    text, kept by the caller across calls (the same snippets are laid out for every row and length).
+    grounding: the constraint). Turns before the first fixed turn move back freely. ``count_words``: the word
+    counter (a caller that lays out the same snippets for every row and length passes a memoized one).
     """
-    counts = word_counts if word_counts is not None else {}
-
-    def word_count(text: str) -> int:
-        found = counts.get(text)
-        if found is None:
-            found = counts[text] = count_words(text)
-        return found
-
     stamps_at = {i: datetime.strptime(t["at"], TIME_FORMAT) for i, t in enumerate(turns) if t["role"] == "user"}
     clock = _Clock(list(stamps_at.values()))
     seconds = {i: clock.clock.to_waking(at) for i, at in stamps_at.items()}  # base user turns, waking seconds
@@ -175,16 +168,16 @@ def lay_out(turns: list[dict], chunks: list[tuple[int, int]], picks: list[Messag
     read, previous = 0, None
     for i, turn in enumerate(turns):
         if turn["role"] != "user":
-            read = word_count(turn["content"])
+            read = count_words(turn["content"])
             continue
         for pick in before.get(i, []):
             for role, content in pick:
                 if role == "user":
-                    exchanges.append((read, word_count(content)))
+                    exchanges.append((read, count_words(content)))
                     order.append(_Gap(0.0, None))
                 else:
-                    read = word_count(content)
-        written = word_count(turn["content"])
+                    read = count_words(content)
+        written = count_words(turn["content"])
         if previous is None:  # the row's first base turn: only a chunk before it gives it a gap
             gap = model.gap(read, written, rng) if i in before else 0.0
             order.append(_Gap(gap, i, floor=gap))

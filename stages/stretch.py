@@ -22,7 +22,7 @@ are sums of per-snippet counts, never a re-tokenization.
 from __future__ import annotations
 
 from datetime import datetime
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from pipeline import tokenizer
 from pipeline.hashing import combine, source_digest
 from pipeline.stage import Drop, Dropped, Item, MapStage, StageContext
-from pipeline.text import mentions
+from pipeline.text import mentions, word_count
 from pipeline.vocabulary import DropReason
 from stages import injection, timing
 from stages.audit.embeddings import Embedder, resolved_model
@@ -126,7 +126,7 @@ class Stretch(MapStage):
         self.routes = ctx.environment["distractors"]["routes"]
         # nights come from the waking clock of ``stages.injection``, not from the model's breaks
         self.model = TypingModel(self.params.timing.model_copy(update={"night_probability": 0.0}))
-        self.word_counts: dict[str, int] = {}  # lay_out's, by text: every row and length reads the same snippets
+        self.count_words = cache(word_count)  # lay_out's: every row and length reads the same snippets
         self.semantic = None
         if self.params.semantic_filter:  # vectors kept in the build's embedding cache, which the audit shares
             embedder = Embedder(resolved_model(self.params.embedding_model), ctx.embedding_cache)
@@ -178,7 +178,7 @@ class Stretch(MapStage):
             opens = [start == 0 and candidates[i]["id"].endswith("#0") for i, start, _ in chosen]
             chunks = split_into_chunks(costs, slots, ctx.rng(item["id"], str(length), "chunks"), opens)
             layout = lay_out(turns, chunks, picked, fixed, self.model, ctx.rng(item["id"], str(length), "timing"),
-                             self.word_counts)
+                             self.count_words)
             plan_id = plan_id_of(item, length)
             if not layout.plausible:
                 plans.append(Dropped(plan_id, DropReason.TIME_WINDOW_TOO_SHORT,

@@ -165,7 +165,7 @@ class ShortcutCollector:
             if key[0] == "base":
                 tasks.append(("learned_all", positions, self._learned_rows(positions, similarity)))
         todo = [rows for _, _, rows in tasks if not isinstance(rows, Future)]
-        fitted = iter(learned.learned_finders(todo, self.settings.seed) if todo else [])
+        fitted = iter(learned.learned_finders(todo, self.settings.seed))
         for name, positions, rows in tasks:
             hits = rows.result() if isinstance(rows, Future) else next(fitted)
             for position, hit in zip(positions, hits):
