@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +24,12 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 from stages.audit.embeddings import (  # noqa: E402
     BUNDLED_MODEL_ID,
     PAPER_MODEL_ID,
+    PRECISION_VARIABLE,
     Embedder,
     EmbeddingModelError,
+    _cpu_flags,
     bundled_model_dir,
+    encode_precision,
     load_embedding_model,
 )
 from tests.conftest import REPO  # noqa: E402
@@ -104,7 +108,8 @@ def test_explicit_local_path_and_unloadable_id() -> None:
     assert time.perf_counter() - started < 2.0
 
 
-def test_embedder_encodes_each_distinct_text_once_and_caches(tmp_path: Path) -> None:
+def test_embedder_encodes_each_distinct_text_once_and_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PRECISION_VARIABLE, "float32")  # compared with the model's own (float32) encode below
     loaded = load_embedding_model(str(bundled_model_dir()))
     texts = ["The cello is in the trunk.", "I arrived at the office.", "The cello is in the trunk.", ""]
     embedder = Embedder(loaded, tmp_path, batch_size=2)
@@ -171,14 +176,72 @@ def test_processes_sharing_a_cache_encode_each_text_once(tmp_path: Path) -> None
     assert results[0]["first"] == results[1]["first"]
 
 
-def test_long_and_short_texts_go_in_batches_by_length_with_the_same_vectors(tmp_path: Path) -> None:
-    """Texts are encoded longest first, in batches sized to their length (a 64-batch of 256-token texts holds
-    about a gigabyte of activations): four batch sizes here, and the vectors of encoding each text alone."""
+def _multiwoz_turns(shared_data: Path, dialogues: int) -> list[str]:
+    with zipfile.ZipFile(shared_data / "multiwoz" / "val.json.zip") as archive:
+        found = list(json.loads(archive.read("val.json")).values())
+    return list(dict.fromkeys(turn["text"] for dialogue in found[:dialogues] for turn in dialogue["log"]))
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_batches_hold_one_length_and_every_text_gets_the_vector_it_gets_alone(
+        precision: str, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
+    """Texts are encoded longest first, in batches of one token count sized to it (a 64-batch of 256-token texts
+    holds about a gigabyte of activations). No batch holds padding, so each vector is the one the text gets
+    encoded alone: to the bit in bfloat16 (with padding, its vectors moved by up to 1e-3 with their batch), within
+    float32's rounding in float32. Whatever filled an embedding cache, it holds what a cold build computes."""
+    monkeypatch.setenv(PRECISION_VARIABLE, precision)
     loaded = load_embedding_model(str(bundled_model_dir()))
-    texts = [" ".join(["the ferry leaves from the north pier"] * n) for n in (1, 4, 8, 40)] * 3
-    texts = [f"{k}: {text}" for k, text in enumerate(texts)]
+    synthetic = [f"{k}: " + " ".join(["the ferry leaves from the north pier"] * n) for k, n in enumerate((1, 4, 8, 40) * 3)]
+    texts = synthetic + _multiwoz_turns(shared_data, 4)[:60]
     embedder = Embedder(loaded)
-    assert [size for _, size in embedder._chunks(texts, sorted(range(12), key=lambda i: -len(texts[i])))] == [8, 16, 32, 64]
+    counts = embedder._token_counts(texts)
+    chunks = list(embedder._chunks(dict(enumerate(counts))))
+    assert sorted(i for chunk, _ in chunks for i in chunk) == list(range(len(texts)))
+    assert [counts[chunk[0]] for chunk, _ in chunks] == sorted(set(counts), reverse=True)
+    assert all(len({counts[i] for i in chunk}) == 1 for chunk, _ in chunks)
+    assert max(len(chunk) for chunk, _ in chunks) > 1  # some batches do hold several texts
+    sizes = {counts[chunk[0]]: size for chunk, size in chunks}
+    assert sizes[256] == 8 and sizes[max(c for c in counts if c < 16)] == 64  # 40 repeats pass MiniLM's cut
+    assert all(size == min(64, max(8, 2 ** int(np.log2(2048 // count)))) for count, size in sizes.items())
     vectors = embedder.embed(texts)
-    alone = np.vstack([loaded.model.encode([text], normalize_embeddings=True) for text in texts])
-    assert np.allclose(vectors, alone, atol=1e-5)
+    alone = np.vstack([Embedder(loaded).embed([text]) for text in texts])
+    if precision == "bfloat16":
+        assert np.array_equal(vectors, alone)
+    else:  # MKL's float32 products round by the number of rows
+        assert np.abs(vectors - alone).max() < 1e-6
+
+
+def test_precision_follows_the_cpu_unless_the_variable_names_one(tmp_path: Path) -> None:
+    assert encode_precision({}, {"fpu", "avx2", "avx512f"}) == "float32"  # bfloat16 would be emulated
+    native = encode_precision({}, {"avx2", "avx512_bf16"})
+    assert native == ("bfloat16" if os.uname().machine in ("x86_64", "aarch64") else "float32")
+    assert encode_precision({PRECISION_VARIABLE: "float32"}, {"avx512_bf16"}) == "float32"
+    assert encode_precision({PRECISION_VARIABLE: "bfloat16"}, set()) == "bfloat16"
+    with pytest.raises(EmbeddingModelError, match=f"{PRECISION_VARIABLE}='fp8'"):
+        encode_precision({PRECISION_VARIABLE: "fp8"}, set())
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse avx512_bf16 amx_tile\n\nprocessor\t: 1\nflags\t: fpu\n")
+    assert _cpu_flags(cpuinfo) == {"fpu", "sse", "avx512_bf16", "amx_tile"}
+    assert _cpu_flags(tmp_path / "missing") == set()
+
+
+def test_bfloat16_vectors_stay_within_a_rounding_of_float32_and_never_share_their_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_data: Path) -> None:
+    """Real MultiWOZ turns, short and long, encoded both ways: the same neighbours, cosine >= 0.999 per text,
+    and separate cache files, keys and labels."""
+    turns = _multiwoz_turns(shared_data, 12)[:80]
+    turns.append(" ".join(turns[:30]))  # one past MiniLM's 256-token cut
+    encoded = {}
+    for precision in ("float32", "bfloat16"):
+        monkeypatch.setenv(PRECISION_VARIABLE, precision)
+        embedder = Embedder(load_embedding_model(str(bundled_model_dir())), tmp_path)
+        encoded[precision] = (embedder.embed(turns), embedder.choice)
+        assert embedder.stats.encoded == len(turns)  # nothing read from the other precision's cache
+        embedder.close()
+    (full, full_choice), (half, half_choice) = encoded["float32"], encoded["bfloat16"]
+    assert full_choice.key != half_choice.key and "bfloat16" in half_choice.label and "bfloat16" not in full_choice.label
+    cosines = (full * half).sum(axis=1)
+    assert cosines.min() >= 0.999 and not np.array_equal(full, half)
+    nearest = lambda vectors: (vectors @ vectors.T - 2 * np.eye(len(turns))).argmax(axis=1)  # noqa: E731
+    assert (nearest(full) == nearest(half)).mean() >= 0.95
+    assert len(list((tmp_path / "embeddings").glob("*.sqlite"))) == 2

@@ -216,12 +216,14 @@ def test_long_context_distractor_check(build_audit: Any) -> None:
 
 
 def test_cosines_match_a_direct_computation(build_audit: Any) -> None:
+    import torch
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(bundled_model_dir()), device="cpu")
     bp = BLUEPRINTS["tg-dentist"]
     fillers = [t for pair in bp["fillers"] for t in pair]
-    vectors = model.encode([bp["constraints"][0], bp["trigger"], *fillers], normalize_embeddings=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=build_audit.embedding.precision == "bfloat16"):
+        vectors = model.encode([bp["constraints"][0], bp["trigger"], *fillers], normalize_embeddings=True)
     c, t, theta = vectors[0], vectors[1], vectors[2:]
     pairs = [float(theta[i] @ theta[j]) for i in range(len(theta)) for j in range(i + 1, len(theta))]
     row = build_audit.rows.filter(pl.col("id") == "tg-dentist-pos_clean-implicit-base").row(0, named=True)
