@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -130,37 +131,46 @@ class ReleaseWriter:
 
     def _write_rows(self, config: str, split: str, schema: pa.Schema, rows: Iterable[dict],
                     observe: Callable[[dict], None] | None) -> int:
-        """Write ``rows`` as parquet shards (see :meth:`write_config`); return the row count."""
+        """Write ``rows`` as parquet shards (see :meth:`write_config`); return the row count.
+
+        A row group is encoded and compressed on a second thread (pyarrow lets go of the GIL) while this one
+        makes the next group's rows; one group at a time, in order, so shards are the same bytes."""
         folder = self.staging / "data" / config
         shards: list[Path] = []
         writer: pq.ParquetWriter | None = None
+        pending: Future | None = None
         batch: list[dict] = []
         batch_bytes = shard_bytes = count = 0
 
         def flush_group() -> None:
-            nonlocal writer, batch, batch_bytes, shard_bytes
+            nonlocal writer, batch, batch_bytes, shard_bytes, pending
             if writer is None:
                 folder.mkdir(parents=True, exist_ok=True)
                 shards.append(folder / f".{split}-{len(shards):05d}.tmp")
                 writer = pq.ParquetWriter(shards[-1], schema, compression="zstd", compression_level=6,
                                           write_statistics=False)
-            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+            table = pa.Table.from_pylist(batch, schema=schema)
             shard_bytes += batch_bytes
             batch, batch_bytes = [], 0
+            if pending is not None:
+                pending.result()
+            pending = encoder.submit(_write_group, writer, table, shard_bytes >= SHARD_BYTES)
             if shard_bytes >= SHARD_BYTES:
-                writer.close()
                 writer, shard_bytes = None, 0
 
-        for row in rows:
-            if observe:
-                observe(row)
-            batch.append(conform(row, schema, config=config, ignore=ROUTING_KEYS))
-            batch_bytes += _approx_bytes(row)
-            count += 1
-            if batch_bytes >= GROUP_BYTES or len(batch) >= GROUP_ROWS:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet") as encoder:
+            for row in rows:
+                if observe:
+                    observe(row)
+                batch.append(conform(row, schema, config=config, ignore=ROUTING_KEYS))
+                batch_bytes += _approx_bytes(row)
+                count += 1
+                if batch_bytes >= GROUP_BYTES or len(batch) >= GROUP_ROWS:
+                    flush_group()
+            if batch:
                 flush_group()
-        if batch:
-            flush_group()
+            if pending is not None:
+                pending.result()
         if writer is not None:
             writer.close()
         if count == 0:
@@ -202,6 +212,13 @@ class ReleaseWriter:
     def abort(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
         self.owner.unlink(missing_ok=True)
+
+
+def _write_group(writer: pq.ParquetWriter, table: pa.Table, last: bool) -> None:
+    """Append ``table`` as a row group; close the shard after its ``last`` group."""
+    writer.write_table(table)
+    if last:
+        writer.close()
 
 
 # how shards are written: this module, the row conformer and the parquet library
