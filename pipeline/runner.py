@@ -23,7 +23,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.cache import ArtifactStore, ItemCache, item_result_to_json
+from pipeline.cache import ArtifactStore, ItemCache
+from pipeline.forked import compute_items, worker_count
 from pipeline.hashing import combine, sha256_json
 from pipeline.llm.errors import TransientFailures
 from pipeline.llm.stats import LLMStats
@@ -172,34 +173,37 @@ def _run_map(stage: MapStage, inputs: dict[str, list[dict]], ctx: StageContext, 
     keys = [combine(base, sha256_json(item)) for item in main]
     found = cache.get_many(keys)
     log.info("stage %-16s %d of %d items cached, %d to compute", stage.name, len(found), len(main), len(main) - len(found))
-    prepared = False
     output = StageOutput(items=[])
     llm = ctx.services.get("llm")
     before = llm.stats.snapshot() if llm is not None else None
-    for item, key in ctx.progress(list(zip(main, keys)), total=len(main), desc=stage.name):
-        stored = found.get(key)
-        if stored is None:
-            if not prepared:
-                stage.setup({name: inputs[name] for name in side_names}, ctx)
-                stage.prepare([todo for todo, todo_key in zip(main, keys) if todo_key not in found], ctx)
-                prepared = True
-            transient_before = _transient_counts(ctx)
-            stored = item_result_to_json(stage.process(item, ctx))
-            transient = _transient_counts(ctx) - transient_before
-            if transient:
-                output.incomplete.append(item["id"])  # an outage is not a result: never cached
-                reasons = Counter(output.stats.get("transient_failures", {})) + transient
-                output.stats["transient_failures"] = dict(reasons)
-            else:
-                cache.put(key, stored)
-        if "drop" in stored:
-            output.dropped.append(Dropped(item["id"], stored["drop"], stored.get("detail", "")))
-            continue
-        output.dropped.extend(Dropped(d["id"], d["reason"], d.get("detail", "")) for d in stored.get("dropped", []))
-        if stored["items"]:
-            output.items.extend(stored["items"])
-        elif not stored.get("dropped"):
-            output.dropped.append(Dropped(item["id"], DropReason.NO_OUTPUT, "the stage produced nothing for this item"))
+    todo = [item for item, key in zip(main, keys) if key not in found]
+    if todo:
+        stage.setup({name: inputs[name] for name in side_names}, ctx)
+        stage.prepare(todo, ctx)
+    computed = compute_items(stage, todo, ctx, worker_count())
+    try:
+        for item, key in ctx.progress(list(zip(main, keys)), total=len(main), desc=stage.name):
+            stored = found.get(key)
+            if stored is None:
+                transient_before = _transient_counts(ctx)
+                stored = next(computed)
+                transient = _transient_counts(ctx) - transient_before
+                if transient:
+                    output.incomplete.append(item["id"])  # an outage is not a result: never cached
+                    reasons = Counter(output.stats.get("transient_failures", {})) + transient
+                    output.stats["transient_failures"] = dict(reasons)
+                else:
+                    cache.put(key, stored)
+            if "drop" in stored:
+                output.dropped.append(Dropped(item["id"], stored["drop"], stored.get("detail", "")))
+                continue
+            output.dropped.extend(Dropped(d["id"], d["reason"], d.get("detail", "")) for d in stored.get("dropped", []))
+            if stored["items"]:
+                output.items.extend(stored["items"])
+            elif not stored.get("dropped"):
+                output.dropped.append(Dropped(item["id"], DropReason.NO_OUTPUT, "the stage produced nothing for this item"))
+    finally:
+        computed.close()  # an error above stops the workers too
     cache.flush()
     if llm is not None and "llm" in stage.environment_keys():
         output.stats["llm"] = llm.stats.since(before).as_dict()

@@ -200,7 +200,11 @@ class MapStage(Stage):
 
     Later inputs (if any) are side inputs, given to :meth:`setup` before processing.
     Items are processed and cached independently; outputs keep input order.
+    ``forkable``: ``process`` is CPU-bound and calls no service, so the runner may compute items in forked
+    worker processes that inherit the prepared stage (:mod:`pipeline.forked`).
     """
+
+    forkable: ClassVar[bool] = False
 
     def setup(self, side_inputs: dict[str, list[Item]], ctx: StageContext) -> None:
         """Prepare shared state (lookup tables, corpora) before the first item."""

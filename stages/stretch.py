@@ -103,6 +103,7 @@ class Stretch(MapStage):
     name = "stretch"
     inputs = ("dialogues", "distractor_pool")
     Params = StretchParams
+    forkable = True  # plans are pure CPU work over what prepare embedded
 
     def environment_keys(self) -> tuple[str, ...]:
         return ("distractors",)

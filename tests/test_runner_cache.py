@@ -17,6 +17,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.cache import ArtifactStore, ItemCache, item_result_to_json
+from pipeline.forked import WORKERS_VARIABLE, worker_count
 from pipeline.runner import UnknownStage, run_stages, select
 from pipeline.stage import Drop, Dropped, Item, MapStage, Stage, StageContext, StageOutput
 
@@ -78,9 +79,16 @@ def _reset_calls() -> None:
     Square.calls, Square.prepared, Square.crash_on = [], [], None
 
 
+class ForkableSquare(Square):
+    """Square, computed in forked workers when the run has more than one (``Square.calls`` then stays empty
+    here: the workers append to their own copies)."""
+
+    forkable = True
+
+
 def build(tmp_path: Path, numbers: dict | None = None, square: dict | None = None, env: dict | None = None,
-          seed: int = 0, commit_every: int = 64) -> Any:
-    stages: list[Stage] = [Numbers(numbers), Square(square), Total()]
+          seed: int = 0, commit_every: int = 64, square_stage: type[Square] = Square) -> Any:
+    stages: list[Stage] = [Numbers(numbers), square_stage(square), Total()]
     environment = {"model": "offline", **(env or {})}
 
     def make_context(stage: Stage) -> StageContext:
@@ -150,6 +158,41 @@ def test_a_crashed_stage_resumes_without_redoing_finished_items(tmp_path: Path) 
     result = build(tmp_path, numbers={"values": (1, 2, 3, 4)}, commit_every=1)
     assert Square.calls == [3, 4]  # 1 and 2 were finished before the crash
     assert [i["value"] for i in result.outputs["square"].items] == [1, 4, 9, 16]
+
+
+def test_a_forkable_stage_computes_in_workers_with_the_results_and_order_of_one_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    values = {"values": tuple(range(-2, 40))}
+    alone = build(tmp_path / "alone", numbers=values)
+    assert Square.calls == list(range(-2, 40))
+    Square.calls = []
+    monkeypatch.setenv(WORKERS_VARIABLE, "2")
+    forked = build(tmp_path / "forked", numbers=values, square_stage=ForkableSquare)
+    assert Square.calls == [] and Square.prepared == [list(range(-2, 40))] * 2  # computed in the workers, prepared here
+    assert forked.outputs["square"].items == alone.outputs["square"].items
+    assert forked.outputs["square"].dropped == alone.outputs["square"].dropped
+    assert forked.fingerprints == alone.fingerprints  # where items are computed is no input
+    again = build(tmp_path / "forked", numbers=values, square_stage=ForkableSquare)
+    assert cached(again)["square"] is True and Square.calls == []
+
+
+def test_an_error_in_a_worker_stops_the_stage_and_what_came_before_it_is_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WORKERS_VARIABLE, "2")
+    Square.crash_on = 20
+    with pytest.raises(RuntimeError, match="crash"):
+        build(tmp_path, numbers={"values": tuple(range(1, 41))}, commit_every=1, square_stage=ForkableSquare)
+    with sqlite3.connect(tmp_path / "items.sqlite") as db:
+        kept = db.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+    assert 10 <= kept <= 19  # the items before 20, but for those that shared a worker's chunk with it
+    Square.crash_on = None
+    monkeypatch.setenv(WORKERS_VARIABLE, "1")  # one process: Square.calls shows what is recomputed
+    result = build(tmp_path, numbers={"values": tuple(range(1, 41))}, commit_every=1, square_stage=ForkableSquare)
+    assert Square.calls == list(range(kept + 1, 41))
+    assert [i["value"] for i in result.outputs["square"].items] == [v * v for v in range(1, 41)]
+    monkeypatch.setenv(WORKERS_VARIABLE, "none")
+    with pytest.raises(ValueError, match=f"{WORKERS_VARIABLE}='none'"):
+        worker_count()
 
 
 def test_drops_and_empty_results_are_accounted_for(tmp_path: Path) -> None:
