@@ -18,12 +18,14 @@ import os
 import shutil
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.forked import can_fork, fork_map
 from pipeline.hashing import combine, sha256_file, sha256_json, source_digest
 from pipeline.leftovers import write_owner
 from pipeline.schemas import conform
@@ -34,6 +36,18 @@ GROUP_BYTES = 16 * 1024 * 1024  # text per row group (bounds memory while writin
 GROUP_ROWS = 5000
 # Keys a row may carry besides its columns: the config and split it is routed by (``pipeline.assemble.group_rows``).
 ROUTING_KEYS = frozenset({"config", "split"})
+
+
+@dataclass(frozen=True)
+class SplitJob:
+    """One config's split for :meth:`ReleaseWriter.prewrite`: what :meth:`ReleaseWriter.write_config` takes,
+    with the rows as a function that makes them (called in the worker) and the key they are cached by."""
+
+    config: str
+    split: str
+    schema: pa.Schema
+    rows: Callable[[], Iterable[dict]]
+    key: str
 
 
 class ReleaseExists(Exception):
@@ -100,6 +114,31 @@ class ReleaseWriter:
             paths = [self.staging / f for f in split_info["files"]]
             self.shard_cache.put(full_key, paths, [self.digests[f] for f in split_info["files"]], count, observed)
         return count
+
+    def prewrite(self, splits: list[SplitJob], workers: int) -> None:
+        """Write ``splits`` into the shard cache in ``workers`` forked processes, so that the
+        :meth:`write_config` calls for them that follow (same config, split, schema and key) link their shards:
+        splits are independent, and one process would write them one after another. Splits already cached
+        are skipped; without a shard cache or a second worker, nothing happens (``write_config`` writes)."""
+        if self.shard_cache is None or not can_fork(workers, len(splits)):
+            return
+        cache = self.shard_cache
+        todo = [job for job in splits if cache.get(self._cache_key(job.config, job.split, job.schema, [], job.key)) is None]
+        scratch = self.staging / ".prewrite"
+
+        def write(index: int) -> int:
+            job = todo[index]
+            self.staging = scratch / str(index)  # this worker's copy of the writer, in its own folder
+            try:
+                return self.write_config(job.config, job.split, job.schema, job.rows(), key=job.key)
+            finally:
+                shutil.rmtree(self.staging, ignore_errors=True)  # the cache keeps hard links to the shards
+
+        try:
+            for _ in fork_map(write, list(range(len(todo))), workers):
+                pass
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def _cache_key(self, config: str, split: str, schema: pa.Schema, rows: Iterable[dict], key: str | None) -> str | None:
         """The shard-cache key of a split (None: no cache, or rows that cannot be hashed)."""

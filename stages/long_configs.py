@@ -8,14 +8,18 @@ a build. Out: ``pm_<N>k``, ``rm_<N>k`` and ``explicit_40k`` rows, streamed into 
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from pipeline.assemble import group_rows
 from pipeline.blueprints.schema import TIME_FORMAT
+from pipeline.forked import worker_count
 from pipeline.hashing import combine, sha256_json, source_digest
+from pipeline.release import SplitJob
 from pipeline.schemas import schema_for
 from pipeline.stage import Item
 
@@ -34,15 +38,22 @@ def write_long_configs(writer: ReleaseWriter, run: RunResult, stats: RowStats) -
     row_digests: dict[str, dict[str, str]] = {}  # base config -> row id -> digest
     contexts = sorted({context for _, context in plans}, key=lambda c: int(c[:-1]))
     families = [("pm", "pm_base", contexts), ("rm", "rm_base", contexts), ("explicit", "explicit_base", ["40k"])]
+    splits: list[SplitJob] = []
     for family, base_config, wanted in families:
         for context in wanted:
             name = f"{family}_{context}"
             for split in ("test", "dev"):
                 rows = [row for row in base_groups.get((base_config, split), []) if (row["blueprint_id"], context) in plans]
-                long_rows = (materialize(row, plans[(row["blueprint_id"], context)], snippets) for row in rows)
-                writer.write_config(name, split, schema_for(name), long_rows, observe=stats.observer(name),
-                                    key=_rows_key(rows, [plans[(row["blueprint_id"], context)] for row in rows], pool,
-                                                  row_digests.setdefault(base_config, {})))
+                row_plans = [plans[(row["blueprint_id"], context)] for row in rows]
+                splits.append(SplitJob(name, split, schema_for(name), functools.partial(_long_rows, rows, row_plans, snippets),
+                                       _rows_key(rows, row_plans, pool, row_digests.setdefault(base_config, {}))))
+    writer.prewrite(splits, worker_count())  # every split in forked workers; the calls below link them
+    for job in splits:
+        writer.write_config(job.config, job.split, job.schema, job.rows(), observe=stats.observer(job.config), key=job.key)
+
+
+def _long_rows(rows: list[dict], plans: list[Item], snippets: dict[str, Item]) -> Iterator[dict]:
+    return (materialize(row, plan, snippets) for row, plan in zip(rows, plans))
 
 
 def _rows_key(rows: list[dict], plans: list[Item], pool: str, row_digests: dict[str, str]) -> str:

@@ -15,7 +15,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-from pipeline.release import ReleaseWriter  # noqa: E402
+from pipeline.release import ReleaseWriter, SplitJob  # noqa: E402
 from pipeline.shardcache import ShardCache  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.string()), ("n_tokens", pa.int64()), ("text", pa.string())])
@@ -47,6 +47,33 @@ def test_shard_cache_hit_links_identical_bytes_and_replays_observe(tmp_path: Pat
     assert seen_second == seen_first  # the card's statistics see the same rows
     assert first.finish({"name": "x"}).joinpath("manifest.json").read_bytes() == \
         second.finish({"name": "x"}).joinpath("manifest.json").read_bytes()
+
+
+def test_prewrite_makes_splits_in_workers_that_write_config_then_links(tmp_path: Path) -> None:
+    """Splits written by forked workers into the shard cache, then asked for in order: every one a hit, the same
+    shards, manifest and observed rows as one process writing them, and no scratch folder left in the release."""
+    rows = {(config, split): [{"id": f"{config}-{split}-{i}", "n_tokens": i, "text": f"{config} {split} row {i} " * 40}
+                              for i in range(30)] for config in ("a", "b", "c") for split in ("test", "dev")}
+
+    def write(out: Path, cache: ShardCache | None, workers: int) -> tuple[ReleaseWriter, dict[str, list[dict]]]:
+        writer = ReleaseWriter(out, "0.0.1", cache)
+        jobs = [SplitJob(config, split, SCHEMA, lambda made=made: iter(made), f"key-{config}-{split}")
+                for (config, split), made in rows.items()]
+        writer.prewrite(jobs, workers)
+        seen: dict[str, list[dict]] = {}
+        for job in jobs:
+            writer.write_config(job.config, job.split, job.schema, job.rows(), observe=seen.setdefault(job.config, []).append,
+                                key=job.key)
+        return writer, seen
+
+    alone, seen_alone = write(tmp_path / "alone", None, 1)
+    forked, seen_forked = write(tmp_path / "forked", ShardCache(tmp_path / "cache"), 2)
+    assert (forked.cache_hits, forked.cache_misses) == (6, 0)
+    assert not (forked.staging / ".prewrite").exists()
+    assert {config: [row["id"] for row in seen] for config, seen in seen_forked.items()} == \
+        {config: [row["id"] for row in seen] for config, seen in seen_alone.items()}
+    assert alone.finish({"name": "x"}).joinpath("manifest.json").read_bytes() == \
+        forked.finish({"name": "x"}).joinpath("manifest.json").read_bytes()  # sha256 of every shard included
 
 
 def test_shard_cache_misses_when_a_row_changes(tmp_path: Path) -> None:
