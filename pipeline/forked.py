@@ -8,7 +8,8 @@ in input order as the JSON the item cache stores. Every random draw is seeded by
 results are the same bytes as in one process, and the runner caches each as it arrives (a crash
 still loses only the items in flight). The release writer makes independent splits the same way
 (:meth:`pipeline.release.ReleaseWriter.prewrite`). Each worker keeps its BLAS and OpenMP pools to one
-thread.
+thread, and dies with the process that forked it (Linux ``PR_SET_PDEATHSIG``; elsewhere it notices at its
+next item): a build killed mid-stage leaves no worker behind holding its pipes open.
 
 :func:`fork_map` is the mechanism: ``function(item)`` for every item, in workers that inherit
 ``function`` (only items and results are pickled). :func:`compute_items` is the runner's use of it.
@@ -16,8 +17,11 @@ thread.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -34,7 +38,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 # The function forked workers inherit: set only while a pool runs (fork copies it; it is never pickled).
-_inherited: dict[str, Callable[[Any], Any]] = {}
+_inherited: dict[str, Any] = {}
 
 
 def worker_count() -> int:
@@ -52,11 +56,21 @@ def can_fork(workers: int, items: int) -> bool:
     return workers > 1 and items > 1 and "fork" in multiprocessing.get_all_start_methods()
 
 
-def _one_thread() -> None:
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
+
+
+def _start_worker(parent: int) -> None:
+    """In each worker: die with ``parent``, and one BLAS / OpenMP thread."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
     threadpool_limits(1)
 
 
 def _call(item: Any) -> Any:
+    if os.getppid() != _inherited["parent"]:  # no prctl on this platform, and the parent is gone
+        os._exit(1)
     return _inherited["function"](item)
 
 
@@ -69,8 +83,9 @@ def fork_map(function: Callable[[T], R], items: list[T], workers: int) -> Iterat
         return
     workers = min(workers, len(items))
     chunk = max(1, len(items) // (workers * CHUNKS_PER_WORKER))
-    _inherited["function"] = function
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_one_thread)
+    _inherited.update(function=function, parent=os.getpid())
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_start_worker,
+                               initargs=(os.getpid(),))
     try:
         yield from pool.map(_call, items, chunksize=chunk)
     finally:

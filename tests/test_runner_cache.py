@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -193,6 +198,38 @@ def test_an_error_in_a_worker_stops_the_stage_and_what_came_before_it_is_kept(
     monkeypatch.setenv(WORKERS_VARIABLE, "none")
     with pytest.raises(ValueError, match=f"{WORKERS_VARIABLE}='none'"):
         worker_count()
+
+
+KILLED_PARENT = """
+import os, signal, sys, time
+from pipeline.forked import fork_map
+
+def slow(value):
+    time.sleep(0.2)
+    return os.getpid()
+
+for pid in fork_map(slow, list(range(40)), 2):
+    print(pid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_workers_die_with_a_killed_parent_and_leave_no_pipe_open() -> None:
+    """A build SIGKILLed mid-stage (as tests/killed_build.py does) must not leave its workers running: they
+    would keep its output pipes open, and whoever reads them (a test's subprocess.run) would wait forever."""
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", KILLED_PARENT], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == -signal.SIGKILL and time.monotonic() - started < 30, done.stderr[-2000:]
+    worker = int(done.stdout.split()[0])
+    for _ in range(50):
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"worker {worker} outlived its killed parent")
 
 
 def test_drops_and_empty_results_are_accounted_for(tmp_path: Path) -> None:
