@@ -13,6 +13,7 @@ instead of written again: same rows, schema and writer code give byte-identical 
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -118,21 +119,24 @@ class ReleaseWriter:
     def prewrite(self, splits: list[SplitJob], workers: int) -> None:
         """Write ``splits`` into the shard cache in ``workers`` forked processes, so that the
         :meth:`write_config` calls for them that follow (same config, split, schema and key) link their shards:
-        splits are independent, and one process would write them one after another. Splits already cached
-        are skipped; without a shard cache or a second worker, nothing happens (``write_config`` writes)."""
-        if self.shard_cache is None or not can_fork(workers, len(splits)):
+        splits are independent, and one process would write them one after another. Splits with a cache entry
+        are skipped (``write_config`` verifies it, and rewrites a damaged one); with fewer than two left, no
+        shard cache or no second worker, nothing happens (``write_config`` writes)."""
+        if self.shard_cache is None:
             return
         cache = self.shard_cache
-        todo = [job for job in splits if cache.get(self._cache_key(job.config, job.split, job.schema, [], job.key)) is None]
+        todo = [job for job in splits if not cache.has(self._cache_key(job.config, job.split, job.schema, [], job.key))]
+        if not can_fork(workers, len(todo)):
+            return
         scratch = self.staging / ".prewrite"
 
         def write(index: int) -> int:
-            job = todo[index]
-            self.staging = scratch / str(index)  # this worker's copy of the writer, in its own folder
+            job, worker = todo[index], copy.copy(self)  # a writer of its own, in its own folder
+            worker.staging, worker.configs, worker.digests = scratch / str(index), {}, {}
             try:
-                return self.write_config(job.config, job.split, job.schema, job.rows(), key=job.key)
+                return worker.write_config(job.config, job.split, job.schema, job.rows(), key=job.key)
             finally:
-                shutil.rmtree(self.staging, ignore_errors=True)  # the cache keeps hard links to the shards
+                shutil.rmtree(worker.staging, ignore_errors=True)  # the cache keeps hard links to the shards
 
         try:
             for _ in fork_map(write, list(range(len(todo))), workers):

@@ -67,6 +67,10 @@ class ShardCache:
     def _dir(self, key: str) -> Path:
         return self.root / key[:2] / key
 
+    def has(self, key: str) -> bool:
+        """Whether an entry for ``key`` was stored (not verified: :meth:`get` verifies)."""
+        return (self._dir(key) / ENTRY).is_file()
+
     def get(self, key: str) -> CachedShards | None:
         """The entry for ``key`` when complete and intact (sizes and sha256 as recorded), else None."""
         directory = self._dir(key)

@@ -76,6 +76,24 @@ def test_prewrite_makes_splits_in_workers_that_write_config_then_links(tmp_path:
         forked.finish({"name": "x"}).joinpath("manifest.json").read_bytes()  # sha256 of every shard included
 
 
+def test_prewrite_with_one_split_left_to_write_leaves_the_release_where_it_was(tmp_path: Path) -> None:
+    """Of two splits, one is cached already: the one left is not forked, prewrite does nothing, and the writer
+    still stages (and finishes) the release in its own folder."""
+    cache = ShardCache(tmp_path / "cache")
+    cached, left = (SplitJob(config, "test", SCHEMA, lambda: iter(_rows()), f"key-{config}") for config in ("a", "b"))
+    ReleaseWriter(tmp_path / "earlier", "0.0.1", cache).write_config("a", "test", SCHEMA, cached.rows(), key=cached.key)
+    writer = ReleaseWriter(tmp_path / "out", "0.0.1", cache)
+    staging = writer.staging
+    writer.prewrite([cached, left], 2)
+    assert writer.staging == staging and (writer.cache_hits, writer.cache_misses) == (0, 0)
+    for job in (cached, left):
+        writer.write_config(job.config, job.split, job.schema, job.rows(), key=job.key)
+    assert (writer.cache_hits, writer.cache_misses) == (1, 1)
+    release = writer.finish({"name": "x"})
+    assert (release / "data" / "a").is_dir() and (release / "data" / "b").is_dir()
+    assert not (release / ".prewrite").exists()
+
+
 def test_shard_cache_misses_when_a_row_changes(tmp_path: Path) -> None:
     cache = ShardCache(tmp_path / "cache")
     _write(tmp_path / "a", cache, _rows())
