@@ -53,6 +53,10 @@ LOCK_TIMEOUT_SECONDS = 3600  # a whole cold build's embedding is minutes; a dead
 PRECISION_VARIABLE = "TRIGGERBENCH_EMBEDDING_PRECISION"
 PRECISIONS = ("float32", "bfloat16")
 NATIVE_BF16_FLAGS = {"avx512_bf16", "amx_bf16", "bf16"}  # x86 (/proc/cpuinfo "flags"), Arm ("Features")
+# How a text's vector is computed, part of every model key (so of every cache entry, audit key and stage code
+# version): bump when a change gives texts other vectors. 2: batches of one token count (padded batches moved
+# bfloat16 vectors by up to 1.4e-3, and a cache they filled kept those).
+ENCODING_VERSION = "2"
 
 
 class EmbeddingModelError(RuntimeError):
@@ -165,7 +169,7 @@ def encode_precision(environ: dict[str, str] | None = None, flags: set[str] | No
 
 def _choice_for_directory(name: str, directory: Path, origin: str, detail: str = "") -> EmbeddingModelChoice:
     precision = encode_precision()
-    key = sha256_json([name, _directory_fingerprint(directory), precision])
+    key = sha256_json([name, _directory_fingerprint(directory), precision, ENCODING_VERSION])
     return EmbeddingModelChoice(name=name, location=str(directory), origin=origin, key=key, detail=detail,
                                 precision=precision)
 
